@@ -1,0 +1,16 @@
+// Included first by every binding file. Bindings translate types and exceptions; no model arithmetic here.
+#pragma once
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "roofline/roofline_all.hpp"
+
+namespace py = pybind11;
+
+void register_errors(py::module_& m);
+void register_format(py::module_& m);
+void register_device(py::module_& m);
+void register_op(py::module_& m);
+void register_ops(py::module_& m);
+void register_roofline(py::module_& m);

@@ -1,0 +1,102 @@
+#include "bindings.hpp"
+
+#include <optional>
+
+using namespace roofline;
+
+namespace {
+Format fmt_or(const std::optional<std::string>& name, const Format& fallback) {
+    return name ? parse_format(*name) : fallback;
+}
+}  // namespace
+
+void register_ops(py::module_& m) {
+    using opt_str = std::optional<std::string>;
+    m.def(
+        "gemm",
+        [](double M, double N, double K, const std::string& dtype, const opt_str& a_dtype, const opt_str& weight_dtype,
+           const opt_str& out_dtype, const std::string& unit, double tile_bytes, double batch) {
+            const Format base = parse_format(dtype);
+            return ops::gemm(M, N, K, fmt_or(a_dtype, base), fmt_or(weight_dtype, base), fmt_or(out_dtype, base),
+                             ops::GemmOptions{parse_unit(unit), tile_bytes, batch});
+        },
+        py::arg("m"), py::arg("n"), py::arg("k"), py::arg("dtype") = "fp16", py::kw_only(), py::arg("a_dtype") = py::none(),
+        py::arg("weight_dtype") = py::none(), py::arg("out_dtype") = py::none(), py::arg("unit") = "matrix",
+        py::arg("tile_bytes") = 0.0, py::arg("batch") = 1.0,
+        "C[m×n] = A[m×k]·B[k×n]: 2mnk FLOPs; compulsory DRAM traffic, or the tiled model with tile_bytes of on-chip memory");
+    m.def(
+        "gemv",
+        [](double N, double K, const std::string& dtype, const opt_str& weight_dtype, const opt_str& out_dtype) {
+            const Format base = parse_format(dtype);
+            return ops::gemv(N, K, base, fmt_or(weight_dtype, base), fmt_or(out_dtype, base));
+        },
+        py::arg("n"), py::arg("k"), py::arg("dtype") = "fp16", py::kw_only(), py::arg("weight_dtype") = py::none(),
+        py::arg("out_dtype") = py::none(), "y[n] = W[n×k]·x[k] on vector units");
+    m.def(
+        "elementwise",
+        [](double n, double flops_per_element, double inputs, double outputs, const std::string& dtype) {
+            return ops::elementwise(n, flops_per_element, inputs, outputs, parse_format(dtype));
+        },
+        py::arg("n"), py::arg("flops_per_element") = 1.0, py::arg("inputs") = 1.0, py::arg("outputs") = 1.0,
+        py::arg("dtype") = "fp16");
+    m.def(
+        "softmax", [](double rows, double cols, const std::string& dtype) { return ops::softmax(rows, cols, parse_format(dtype)); },
+        py::arg("rows"), py::arg("cols"), py::arg("dtype") = "fp16");
+    m.def(
+        "layernorm",
+        [](double rows, double cols, const std::string& dtype, bool affine) {
+            return ops::layernorm(rows, cols, parse_format(dtype), affine);
+        },
+        py::arg("rows"), py::arg("cols"), py::arg("dtype") = "fp16", py::arg("affine") = true);
+    m.def(
+        "rmsnorm",
+        [](double rows, double cols, const std::string& dtype, bool affine) {
+            return ops::rmsnorm(rows, cols, parse_format(dtype), affine);
+        },
+        py::arg("rows"), py::arg("cols"), py::arg("dtype") = "fp16", py::arg("affine") = true);
+    m.def(
+        "attention",
+        [](double batch, double heads, double seq_q, std::optional<double> seq_kv, double head_dim, const std::string& dtype,
+           const std::string& kind, bool backward, bool causal, std::optional<double> sram_bytes, const Device* device) {
+            const auto k = ops::parse_attention_kind(kind);
+            double sram = 0;
+            if (k == ops::AttentionKind::flash) {
+                if (sram_bytes) sram = *sram_bytes;
+                else if (device) sram = device->sram_per_unit_bytes();
+                else throw InvalidArgument("attention(kind='flash') needs the on-chip SRAM size: pass sram_bytes= or device=");
+            }
+            return ops::attention(ops::AttentionShape{batch, heads, seq_q, seq_kv.value_or(seq_q), head_dim, causal},
+                                  parse_format(dtype), k, backward, sram);
+        },
+        py::arg("batch"), py::arg("heads"), py::arg("seq_q"), py::arg("seq_kv") = py::none(), py::arg("head_dim") = 128.0,
+        py::arg("dtype") = "fp16", py::kw_only(), py::arg("kind") = "standard", py::arg("backward") = false,
+        py::arg("causal") = false, py::arg("sram_bytes") = py::none(), py::arg("device") = py::none(),
+        "Attention over seq_q queries and seq_kv keys: kind='standard' materialises scores in DRAM, kind='flash' tiles "
+        "them in SRAM (sram_bytes= or device=); backward=True adds the backward pass");
+    m.def(
+        "decode_attention",
+        [](double batch, double heads, std::optional<double> kv_heads, double context, double head_dim,
+           const std::string& dtype, const opt_str& kv_dtype, const std::string& kind) {
+            const Format act = parse_format(dtype);
+            return ops::decode_attention(batch, heads, kv_heads.value_or(heads), context, head_dim, act,
+                                         fmt_or(kv_dtype, act), ops::parse_attention_kind(kind));
+        },
+        py::arg("batch"), py::arg("heads"), py::arg("kv_heads") = py::none(), py::arg("context") = 1.0,
+        py::arg("head_dim") = 128.0, py::arg("dtype") = "fp16", py::kw_only(), py::arg("kv_dtype") = py::none(),
+        py::arg("kind") = "flash", "One new token per sequence attending a KV cache of `context` tokens");
+    m.def(
+        "kv_append",
+        [](double batch, double tokens, double kv_heads, double head_dim, const std::string& dtype, const opt_str& kv_dtype) {
+            const Format act = parse_format(dtype);
+            return ops::kv_append(batch, tokens, kv_heads, head_dim, act, fmt_or(kv_dtype, act));
+        },
+        py::arg("batch"), py::arg("tokens"), py::arg("kv_heads"), py::arg("head_dim"), py::arg("dtype") = "fp16",
+        py::kw_only(), py::arg("kv_dtype") = py::none());
+    m.def(
+        "embedding_lookup",
+        [](double tokens, double hidden, const std::string& dtype, const opt_str& out_dtype) {
+            const Format table = parse_format(dtype);
+            return ops::embedding_lookup(tokens, hidden, table, fmt_or(out_dtype, table));
+        },
+        py::arg("tokens"), py::arg("hidden"), py::arg("dtype") = "fp16", py::kw_only(), py::arg("out_dtype") = py::none());
+}

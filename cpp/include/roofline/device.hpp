@@ -1,0 +1,132 @@
+// A device: memory levels with bandwidth and capacity, compute peaks per number format and unit,
+// interconnect, efficiency parameters, and the source of every number.
+#pragma once
+
+#include "roofline/format.hpp"
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace roofline {
+
+/// Memory levels, farthest first: DRAM/HBM/unified memory, L2 (or SLC / Infinity Cache), on-chip SRAM.
+enum class Level : std::uint8_t { dram, l2, sram };
+inline constexpr std::size_t kNumLevels = 3;
+std::string_view level_name(Level l);
+Level parse_level(std::string_view name);  ///< "dram" (also "hbm", "memory"), "l2" (also "slc"), "sram" (also "smem")
+
+/// Vector units (CUDA cores, SIMD ALUs) or matrix units (tensor cores, matrix cores).
+enum class Unit : std::uint8_t { vector, matrix };
+std::string_view unit_name(Unit u);
+Unit parse_unit(std::string_view name);
+
+/// Where a record's numbers come from, and why they may be doubted.
+struct Provenance {
+    std::string source;
+    std::string uncertain;  ///< empty when the numbers are firm
+};
+
+struct MemoryLevel {
+    bool present = false;
+    std::string type;            ///< "HBM3", "L2", "SLC", "shared memory per SM", ...
+    double bandwidth_Bps = 0;    ///< aggregate bytes/s; 0 when no source gives it
+    double capacity_bytes = 0;   ///< total over the device
+    double per_unit_bytes = 0;   ///< SRAM: per SM / CU / core (what one thread block can use)
+    std::vector<double> capacity_options_bytes;  ///< configurable memory (Apple, DGX Spark)
+    int bus_width_bits = 0;
+    Provenance provenance;
+};
+
+struct ComputePeak {
+    DType format = DType::fp32;
+    Unit unit = Unit::vector;
+    double flops = 0;  ///< dense FLOP/s (OP/s for integer formats)
+    Provenance provenance;
+};
+
+struct Interconnect {
+    std::string name;
+    double bandwidth_Bps = 0;  ///< per direction, per device
+    Provenance provenance;
+};
+
+/// Achievable fractions of the datasheet ceilings and the fixed cost per kernel launch.
+struct Efficiency {
+    double dram_bandwidth = 1.0;    ///< fraction of DRAM bandwidth a streaming kernel reaches
+    double compute = 1.0;           ///< fraction of the peak a large GEMM reaches
+    double launch_overhead_s = 0;   ///< per kernel launch / dispatch
+    Provenance provenance;
+};
+
+class Device {
+public:
+    std::string id, name, vendor, family, kind, architecture, notes;
+    std::vector<std::string> aliases;
+    int release_year = 0;
+    int compute_units = 0;
+    std::string compute_unit_name;
+    Provenance compute_units_provenance;
+    double boost_clock_hz = 0, base_clock_hz = 0;
+    Provenance clocks_provenance;
+    std::array<MemoryLevel, kNumLevels> memory{};
+    std::vector<ComputePeak> compute;
+    std::vector<Interconnect> interconnect;
+    double tdp_w = 0;
+    Provenance power_provenance;
+    Efficiency efficiency;
+    std::string origin;  ///< the file it was loaded from, or "<string>"
+
+    /// Dense peak FLOP/s for `format` on `unit`. Matrix falls back to vector units of the same format
+    /// (devices without matrix units, e.g. Apple M1-M4 GPUs). Throws NotFound listing what the device has.
+    double peak_flops(DType format, Unit unit = Unit::matrix) const;
+    /// The peak record peak_flops uses, or nullptr.
+    const ComputePeak* find_peak(DType format, Unit unit = Unit::matrix) const;
+    bool has_level(Level l) const { return memory[static_cast<std::size_t>(l)].present; }
+    bool has_bandwidth(Level l) const;
+    /// Bytes/s of a level. Throws NotFound when the device has no bandwidth for that level.
+    double bandwidth(Level l = Level::dram) const;
+    double capacity(Level l = Level::dram) const;
+    const MemoryLevel& level(Level l) const { return memory[static_cast<std::size_t>(l)]; }
+    /// On-chip SRAM one thread block can use (per SM / CU / core). Throws NotFound when unknown.
+    double sram_per_unit_bytes() const;
+    /// Peak FLOP/s over bandwidth: FLOP per byte at which `format` stops being bound by `level`.
+    double ridge_point(DType format, Level l = Level::dram, Unit unit = Unit::matrix) const;
+    /// Fastest interconnect per direction, 0 when none is listed.
+    double interconnect_bandwidth() const;
+
+    /// The device as schema-conforming JSON text (round-trips through parse_device).
+    std::string to_json(int indent = 2) const;
+};
+
+/// Parse and validate one device. `origin` names the input in error messages (a file path).
+/// Errors name the origin, the field path and the bad value: InvalidArgument.
+Device parse_device(std::string_view json_text, std::string_view origin = "<string>");
+/// Read a file and parse_device it. FileError when it cannot be read.
+Device load_device(const std::string& path);
+
+/// A set of devices with case-insensitive lookup by id or alias.
+class DeviceDB {
+public:
+    DeviceDB() = default;
+    /// Load every *.json in `directory` except schema.json. Ids and aliases must be unique.
+    static DeviceDB load_directory(const std::string& directory);
+    /// The directory the core was built from, or $ROOFLINE_HARDWARE_DB when set.
+    static std::string default_directory();
+
+    void add(Device d);
+    const Device& get(std::string_view id_or_alias) const;
+    bool contains(std::string_view id_or_alias) const;
+    std::vector<std::string> ids() const;  ///< sorted
+    std::size_t size() const { return devices_.size(); }
+    const std::vector<Device>& devices() const { return devices_; }
+
+private:
+    std::vector<Device> devices_;
+    std::map<std::string, std::size_t> index_;  // lower-case id or alias -> position
+};
+
+}  // namespace roofline

@@ -1,0 +1,45 @@
+// Exceptions of the core. Every message names the input, the field, the bad value and what is allowed.
+// The Python bindings map InvalidArgument -> ValueError, NotFound -> KeyError, FileError -> FileNotFoundError.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace roofline {
+
+struct Error : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+/// A value outside what is allowed (negative size, malformed JSON field, ...).
+struct InvalidArgument : Error {
+    using Error::Error;
+};
+/// A name that is not in a catalogue (device, format, level, ...).
+struct NotFound : Error {
+    using Error::Error;
+};
+/// A file that cannot be opened or read.
+struct FileError : Error {
+    using Error::Error;
+};
+
+/// "a, b, c"
+std::string join(const std::vector<std::string>& items, std::string_view sep = ", ");
+/// Lower-case ASCII copy.
+std::string to_lower(std::string_view s);
+/// The candidate closest to `bad` by edit distance (case-insensitive), or "" when none is close.
+std::string closest_match(std::string_view bad, const std::vector<std::string>& candidates);
+/// "unknown <what> 'bad'; did you mean 'x'? valid: a, b, c" (the list is shortened for long catalogues).
+std::string unknown_name_message(std::string_view what, std::string_view bad,
+                                 const std::vector<std::string>& candidates);
+
+/// Throws InvalidArgument unless `value` is finite and >= 0 (or > 0 when `strictly_positive`).
+double check_size(std::string_view name, double value, bool strictly_positive = false);
+/// A count of things (a size, a token count): finite, >= 0 and a whole number. Returns it.
+double check_count(std::string_view name, double value);
+/// Throws InvalidArgument unless `value` is finite and within [lo, hi].
+double check_range(std::string_view name, double value, double lo, double hi);
+
+}  // namespace roofline

@@ -1,0 +1,49 @@
+// OpCost: what one operator costs, independent of any device — FLOPs by unit and number format,
+// bytes read and written at each memory level, kernel launches.
+#pragma once
+
+#include "roofline/device.hpp"
+#include "roofline/format.hpp"
+
+#include <array>
+#include <string>
+#include <vector>
+
+namespace roofline {
+
+struct FlopTerm {
+    Unit unit = Unit::matrix;
+    DType format = DType::fp16;
+    double flops = 0;
+};
+
+/// Counts are doubles: exact for integers below 2^53, and closed-form sums over millions of steps stay exact
+/// enough while never overflowing. Bytes at a level are the bytes that cross that level's interface.
+/// Every DRAM byte also passes through L2, so the builders charge DRAM traffic to L2 as well.
+struct OpCost {
+    std::string name;
+    std::vector<FlopTerm> flop_terms;
+    std::array<double, kNumLevels> bytes_read{};
+    std::array<double, kNumLevels> bytes_written{};
+    double launches = 0;
+
+    double flops() const;
+    double flops(Unit unit, DType format) const;
+    /// Read + written at a level (DRAM by default).
+    double bytes(Level l = Level::dram) const;
+    /// FLOP per byte at a level; +inf when the op moves no bytes but does FLOPs, 0 when it does neither.
+    double arithmetic_intensity(Level l = Level::dram) const;
+
+    void add_flops(Unit unit, DType format, double flops);
+    /// DRAM traffic, also counted at L2 (DRAM reaches the cores through L2).
+    void add_dram(double read, double written);
+    void add_level(Level l, double read, double written);
+
+    OpCost& operator+=(const OpCost& other);
+    /// Every count multiplied by `factor` (>= 0): `count` repetitions of the same op.
+    OpCost scaled(double factor) const;
+};
+
+OpCost operator+(OpCost a, const OpCost& b);
+
+}  // namespace roofline

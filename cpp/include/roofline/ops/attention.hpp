@@ -1,0 +1,71 @@
+// Attention: standard (scores materialised in DRAM) and flash (tiled in SRAM), forward and backward;
+// decode attention over a KV cache; appending to the KV cache.
+#pragma once
+
+#include "roofline/format.hpp"
+#include "roofline/op.hpp"
+
+#include <string_view>
+
+namespace roofline::ops {
+
+enum class AttentionKind { standard, flash };
+AttentionKind parse_attention_kind(std::string_view name);  ///< "standard" | "flash"
+std::string_view attention_kind_name(AttentionKind k);
+
+struct AttentionShape {
+    double batch = 1;
+    double heads = 1;      ///< query heads; K and V are read per query head (grouped heads are not shared here)
+    double seq_q = 1;      ///< N: query tokens
+    double seq_kv = 1;     ///< M: key/value tokens (the queries are the last N of them)
+    double head_dim = 64;  ///< d
+    bool causal = false;   ///< query i attends keys up to its own position
+};
+
+/// Fraction of the N×M query-key pairs a causal mask keeps, queries being the last N of M positions:
+/// (N·(M−N) + N·(N+1)/2) / (N·M); 1 when not causal.
+double causal_fraction(const AttentionShape& s);
+
+/// Counts per (batch, head), in elements of `fmt` unless noted, then × batch·heads. N = seq_q, M = seq_kv,
+/// d = head_dim, f = causal_fraction.
+///
+/// standard forward (three kernels; the mask does not skip work in dense GEMMs):
+///   S = Q·Kᵀ  2NMd FLOPs; read Q (Nd), K (Md); write S (NM)
+///   P = softmax(S)  softmax_flops(N, M); read S, write P (NM each)
+///   O = P·V  2NMd FLOPs; read P (NM), V (Md); write O (Nd)
+/// standard backward (five kernels, P kept from the forward pass):
+///   dV = Pᵀ·dO, dP = dO·Vᵀ, dS = P∘(dP − rowsum(dO∘O)), dQ = dS·K, dK = dSᵀ·Q
+///   8NMd + 2NM + 2Nd FLOPs; reads 5NM + 5Nd + 2Md, writes 2NM + Nd + 2Md
+/// flash (Dao et al. 2022, Algorithm 1 forward and Algorithm 4 backward, the IO count of their Theorem 2):
+///   SRAM of E = sram_bytes / bytes-per-element elements; Bc = ceil(E / 4d), Br = min(Bc, d), Tc = ceil(M / Bc).
+///   forward: read K, V once (2Md); per column block read Q, O (2Nd·f) and write O (Nd·f); the row
+///   statistics m, l (fp32, 2N per block) are read and written per block. FLOPs 4NMd·f + softmax_flops·f +
+///   2Nd·Tc (rescaling O per block). Θ(N²d²/E) DRAM accesses, O(N) for fixed d and E.
+///   backward: read K, V once and write dK, dV once (4Md); per column block read Q, O, dO, dQ (4Nd·f) and m, l,
+///   write dQ (Nd·f). FLOPs 10NMd·f (recomputed S, then dV, dP, dQ, dK) + softmax_flops·f + 2NM·f + 2Nd·Tc.
+///   The score tiles S and P (4NM·f forward, and again backward) move through SRAM, not DRAM: they are
+///   counted at the sram level, with every DRAM byte (which also passes through SRAM).
+/// Matrix products run on matrix units in fmt's compute format, softmax and elementwise work on vector units.
+OpCost attention(const AttentionShape& shape, const Format& fmt, AttentionKind kind, bool backward = false,
+                 double sram_bytes = 0);
+
+/// One new query token per sequence attending a KV cache of `context` tokens (including itself).
+/// Per sequence: read K and V of the cache (2·context·kv_heads·d in kv's format; grouped query heads share
+/// them), read q and write o (heads·d each, act's format). FLOPs heads·(4·context·d) + softmax_flops(heads,
+/// context) on matrix units, plus kv.dequant_flops_per_element per cache element read on vector units.
+/// standard additionally writes and reads the scores and probabilities (4·heads·context elements of act) in
+/// three launches; flash keeps them on chip in one launch.
+OpCost decode_attention(double batch, double heads, double kv_heads, double context, double head_dim,
+                        const Format& act, const Format& kv, AttentionKind kind = AttentionKind::flash);
+
+/// Write `tokens` new tokens' K and V per sequence into the cache: read 2·tokens·kv_heads·d elements of act,
+/// write the same count in kv's format; kv.dequant_flops_per_element FLOPs per element (quantizing costs
+/// about what dequantizing does). One launch.
+OpCost kv_append(double batch, double tokens, double kv_heads, double head_dim, const Format& act, const Format& kv);
+
+/// Gather `tokens` rows of a vocab×hidden table: read tokens·hidden elements of `table` and the int32 ids,
+/// write tokens·hidden elements of `out`; table.dequant_flops_per_element per element read. One launch.
+/// (The table's size does not matter: only the gathered rows move.)
+OpCost embedding_lookup(double tokens, double hidden, const Format& table, const Format& out);
+
+}  // namespace roofline::ops

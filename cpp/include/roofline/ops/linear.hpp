@@ -1,0 +1,34 @@
+// Matrix products: gemm and gemv.
+#pragma once
+
+#include "roofline/format.hpp"
+#include "roofline/op.hpp"
+
+namespace roofline::ops {
+
+struct GemmOptions {
+    Unit unit = Unit::matrix;  ///< matrix units (tensor cores); falls back to vector where a device has none
+    double tile_bytes = 0;     ///< 0: compulsory traffic; > 0: on-chip capacity for the tiled traffic model
+    double batch = 1;          ///< independent products of this shape in one launch (batched GEMM)
+};
+
+/// C[m×n] = A[m×k] · B[k×n]; A are activations (format a), B weights (format b, may be quantized), C output.
+/// FLOPs: 2·m·n·k (a multiply and an add per MAC) on `unit` in a's compute format, plus
+/// b.dequant_flops_per_element · k·n on vector units (weights dequantized once per call).
+/// DRAM traffic, compulsory (tile_bytes = 0): A and B read once, C written once.
+/// Tiled (tile_bytes = S > 0): T is the largest whole number with T²·(bytes_a + bytes_b) <= S (one T×T tile
+/// of A and one of B on chip); A is read ceil(n/T) times, B ceil(m/T) times, C written once.
+/// All of it × batch; one launch.
+OpCost gemm(double m, double n, double k, const Format& a, const Format& b, const Format& c,
+            const GemmOptions& options = {});
+inline OpCost gemm(double m, double n, double k, DType dtype, const GemmOptions& options = {}) {
+    return gemm(m, n, k, format_of(dtype), format_of(dtype), format_of(dtype), options);
+}
+
+/// y[n] = W[n×k] · x[k] on vector units: the m = 1 case of gemm (same count), named "gemv".
+OpCost gemv(double n, double k, const Format& x, const Format& w, const Format& y);
+inline OpCost gemv(double n, double k, DType dtype) {
+    return gemv(n, k, format_of(dtype), format_of(dtype), format_of(dtype));
+}
+
+}  // namespace roofline::ops

@@ -1,0 +1,39 @@
+// Holding an OpCost against a Device's ceilings.
+#pragma once
+
+#include "roofline/device.hpp"
+#include "roofline/op.hpp"
+
+#include <array>
+#include <string>
+
+namespace roofline {
+
+enum class Bound : std::uint8_t { none, compute, dram, l2, sram, overhead };
+/// "none" | "compute" | "memory:dram" | "memory:l2" | "memory:sram" | "overhead"
+std::string bound_name(Bound b);
+
+enum class Ceilings : std::uint8_t {
+    ideal,    ///< datasheet peaks and bandwidths, no launch overhead: the pure roofline
+    derated,  ///< × the device's efficiency fractions, plus launches × launch overhead
+};
+
+struct Timing {
+    double seconds = 0;                          ///< max(compute, each level) + overhead
+    Bound bound = Bound::none;                   ///< which term is largest
+    double compute_seconds = 0;                  ///< Σ over FLOP terms of flops / peak(unit, format)
+    std::array<double, kNumLevels> memory_seconds{};  ///< bytes at a level / its bandwidth (0 if not evaluated)
+    std::array<bool, kNumLevels> level_evaluated{};   ///< levels with traffic and a known bandwidth
+    double overhead_seconds = 0;                 ///< launches × launch overhead (derated only)
+    double flops = 0;
+    double attainable_flops = 0;  ///< min(peak, AI at each level × its bandwidth): the roofline at this AI
+    double achieved_flops = 0;    ///< flops / seconds
+    Ceilings ceilings = Ceilings::derated;
+};
+
+/// time = max(compute time, time at each memory level with traffic) + launches × launch overhead.
+/// Compute time sums the FLOP terms, each against the peak of its unit and format (matrix falls back to
+/// vector); a level the device gives no bandwidth for is not a ceiling. Zero FLOPs and zero bytes are valid.
+Timing evaluate(const OpCost& op, const Device& device, Ceilings ceilings = Ceilings::derated);
+
+}  // namespace roofline

@@ -1,0 +1,83 @@
+#include "roofline/op.hpp"
+
+#include "roofline/errors.hpp"
+
+#include <limits>
+
+namespace roofline {
+
+double OpCost::flops() const {
+    double total = 0;
+    for (const auto& t : flop_terms) total += t.flops;
+    return total;
+}
+
+double OpCost::flops(Unit unit, DType format) const {
+    double total = 0;
+    for (const auto& t : flop_terms)
+        if (t.unit == unit && t.format == format) total += t.flops;
+    return total;
+}
+
+double OpCost::bytes(Level l) const {
+    const auto i = static_cast<std::size_t>(l);
+    return bytes_read[i] + bytes_written[i];
+}
+
+double OpCost::arithmetic_intensity(Level l) const {
+    const double f = flops(), b = bytes(l);
+    if (b > 0) return f / b;
+    return f > 0 ? std::numeric_limits<double>::infinity() : 0.0;
+}
+
+void OpCost::add_flops(Unit unit, DType format, double n) {
+    check_size("flops", n);
+    if (n == 0) return;
+    for (auto& t : flop_terms) {
+        if (t.unit == unit && t.format == format) {
+            t.flops += n;
+            return;
+        }
+    }
+    flop_terms.push_back({unit, format, n});
+}
+
+void OpCost::add_level(Level l, double read, double written) {
+    const auto i = static_cast<std::size_t>(l);
+    bytes_read[i] += check_size("bytes read", read);
+    bytes_written[i] += check_size("bytes written", written);
+}
+
+void OpCost::add_dram(double read, double written) {
+    add_level(Level::dram, read, written);
+    add_level(Level::l2, read, written);
+}
+
+OpCost& OpCost::operator+=(const OpCost& other) {
+    for (const auto& t : other.flop_terms) add_flops(t.unit, t.format, t.flops);
+    for (std::size_t i = 0; i < kNumLevels; ++i) {
+        bytes_read[i] += other.bytes_read[i];
+        bytes_written[i] += other.bytes_written[i];
+    }
+    launches += other.launches;
+    return *this;
+}
+
+OpCost OpCost::scaled(double factor) const {
+    check_size("scale factor", factor);
+    OpCost out = *this;
+    for (auto& t : out.flop_terms) t.flops *= factor;
+    for (std::size_t i = 0; i < kNumLevels; ++i) {
+        out.bytes_read[i] *= factor;
+        out.bytes_written[i] *= factor;
+    }
+    out.launches *= factor;
+    return out;
+}
+
+OpCost operator+(OpCost a, const OpCost& b) {
+    a += b;
+    return a;
+}
+
+}  // namespace roofline

@@ -1,0 +1,60 @@
+#include "roofline/roofline.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace roofline {
+
+std::string bound_name(Bound b) {
+    switch (b) {
+        case Bound::none: return "none";
+        case Bound::compute: return "compute";
+        case Bound::dram: return "memory:dram";
+        case Bound::l2: return "memory:l2";
+        case Bound::sram: return "memory:sram";
+        case Bound::overhead: return "overhead";
+    }
+    return "none";
+}
+
+Timing evaluate(const OpCost& op, const Device& device, Ceilings ceilings) {
+    const bool derated = ceilings == Ceilings::derated;
+    Timing t;
+    t.ceilings = ceilings;
+    t.flops = op.flops();
+
+    const double compute_eff = derated ? device.efficiency.compute : 1.0;
+    for (const auto& term : op.flop_terms) {
+        if (term.flops <= 0) continue;
+        t.compute_seconds += term.flops / (device.peak_flops(term.format, term.unit) * compute_eff);
+    }
+
+    double slowest = t.compute_seconds;
+    t.bound = t.compute_seconds > 0 ? Bound::compute : Bound::none;
+    // The roofline at this op's intensities: peak limited by each level's bandwidth × AI at that level.
+    double attainable = t.compute_seconds > 0 ? t.flops / t.compute_seconds : std::numeric_limits<double>::infinity();
+    for (std::size_t i = 0; i < kNumLevels; ++i) {
+        const auto level = static_cast<Level>(i);
+        const double bytes = op.bytes(level);
+        if (bytes <= 0 || !device.has_bandwidth(level)) continue;
+        double bw = device.bandwidth(level);
+        if (derated && level == Level::dram) bw *= device.efficiency.dram_bandwidth;
+        t.level_evaluated[i] = true;
+        t.memory_seconds[i] = bytes / bw;
+        attainable = std::min(attainable, op.arithmetic_intensity(level) * bw);
+        if (t.memory_seconds[i] > slowest) {
+            slowest = t.memory_seconds[i];
+            t.bound = static_cast<Bound>(static_cast<int>(Bound::dram) + static_cast<int>(i));
+        }
+    }
+    t.attainable_flops = t.flops > 0 && std::isfinite(attainable) ? attainable : 0.0;
+
+    if (derated) t.overhead_seconds = op.launches * device.efficiency.launch_overhead_s;
+    if (t.overhead_seconds > slowest) t.bound = Bound::overhead;
+    t.seconds = slowest + t.overhead_seconds;
+    t.achieved_flops = t.seconds > 0 ? t.flops / t.seconds : 0.0;
+    return t;
+}
+
+}  // namespace roofline

@@ -1,0 +1,244 @@
+"""The ``rooflinepy`` command line. Every number it prints comes from the C++ core."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, Dict, List, Optional, Sequence
+
+import rooflinepy as rp
+
+
+def _si(x: Optional[float], unit: str = "") -> str:
+    if x is None:
+        return "-"
+    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= factor:
+            return f"{x / factor:.4g} {prefix}{unit}"
+    return f"{x:.4g} {unit}".rstrip()
+
+
+def _seconds(s: float) -> str:
+    if s == 0:
+        return "0 s"
+    for factor, unit in ((1, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")):
+        if s >= factor:
+            return f"{s / factor:.4g} {unit}"
+    return f"{s:.3g} s"
+
+
+def _table(rows: List[List[str]], header: List[str]) -> str:
+    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
+    lines = ["  ".join(str(h).ljust(w) for h, w in zip(header, widths)),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)) for r in rows]
+    return "\n".join(lines)
+
+
+def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
+    if args.json:
+        print(json.dumps(data, indent=2))
+    else:
+        print(text)
+
+
+# ---- devices ---------------------------------------------------------------------------------------------
+def cmd_devices(args: argparse.Namespace) -> int:
+    rows, data = [], []
+    for did in rp.devices():
+        d = rp.device(did)
+        bw = d.bandwidth("dram")
+        try:
+            bf16 = d.peak_flops("bf16")
+        except KeyError:
+            bf16 = None
+        fp16 = d.peak_flops("fp16")
+        data.append({"id": d.id, "name": d.name, "vendor": d.vendor, "aliases": list(d.aliases),
+                     "dram_bandwidth": bw, "dram_capacity": d.capacity("dram"), "peak_fp16": fp16, "peak_bf16": bf16,
+                     "ridge_fp16": d.ridge_point("fp16")})
+        rows.append([d.id, d.name, _si(bw, "B/s"), _si(d.capacity("dram"), "B"), _si(fp16, "FLOP/s"),
+                     f"{d.ridge_point('fp16'):.1f}", ", ".join(d.aliases[:3])])
+    _emit(args, data, _table(rows, ["id", "name", "DRAM bw", "DRAM", "fp16 peak", "ridge fp16 (FLOP/B)", "aliases"]))
+    return 0
+
+
+def cmd_device(args: argparse.Namespace) -> int:
+    d = rp.device(args.name)
+    if args.json:
+        out = d.to_dict()
+        out["ridge_points"] = _ridges(d)
+        print(json.dumps(out, indent=2))
+        return 0
+    lines = [f"{d.name}  ({d.id}; aliases: {', '.join(d.aliases) or '-'})",
+             f"{d.compute_units} {d.compute_unit_name}s, boost {d.boost_clock_hz / 1e6:.0f} MHz"
+             + (f", TDP {d.tdp_w:.0f} W" if d.tdp_w else ""), "", "memory:"]
+    mem_rows = [[m["level"], m["type"], _si(m["bandwidth"], "B/s"), _si(m["capacity"], "B"),
+                 ("uncertain: " + m["uncertain"]) if m["uncertain"] else ""] for m in d.memory_levels()]
+    lines.append(_table(mem_rows, ["level", "type", "bandwidth", "capacity", "note"]))
+    lines += ["", "compute (dense):"]
+    ridges = _ridges(d)
+    comp_rows = []
+    for p in d.compute_peaks():
+        r = ridges.get(f"{p['dtype']}/{p['unit']}", {})
+        comp_rows.append([p["dtype"], p["unit"], _si(p["flops"], "FLOP/s"),
+                          f"{r['dram']:.1f}" if "dram" in r else "-",
+                          f"{r['l2']:.1f}" if "l2" in r else "-",
+                          "uncertain" if p["uncertain"] else ""])
+    lines.append(_table(comp_rows, ["format", "unit", "peak", "ridge DRAM (FLOP/B)", "ridge L2", "note"]))
+    e = d.efficiency
+    lines += ["", f"efficiency: {e['dram_bandwidth']:.2f} of DRAM bandwidth, {e['compute']:.2f} of compute, "
+                  f"{e['launch_overhead_s'] * 1e6:.3g} us per launch ({e['source']})"]
+    print("\n".join(lines))
+    return 0
+
+
+def _ridges(d: "rp.Device") -> Dict[str, Dict[str, float]]:
+    out: Dict[str, Dict[str, float]] = {}
+    for p in d.compute_peaks():
+        r: Dict[str, float] = {}
+        for level in ("dram", "l2"):
+            try:
+                r[level] = d.ridge_point(p["dtype"], level=level, unit=p["unit"])
+            except KeyError:
+                pass
+        out[f"{p['dtype']}/{p['unit']}"] = r
+    return out
+
+
+# ---- op ---------------------------------------------------------------------------------------------------
+def _build_op(args: argparse.Namespace, device: Optional["rp.Device"]) -> "rp.OpCost":
+    o = rp.ops
+    if args.op == "gemm":
+        return o.gemm(args.m, args.n, args.k, args.dtype, weight_dtype=args.weight_dtype, tile_bytes=args.tile_bytes)
+    if args.op == "gemv":
+        return o.gemv(args.n, args.k, args.dtype, weight_dtype=args.weight_dtype)
+    if args.op == "elementwise":
+        return o.elementwise(args.n, args.flops_per_element, args.inputs, args.outputs, args.dtype)
+    if args.op == "softmax":
+        return o.softmax(args.rows, args.cols, args.dtype)
+    if args.op == "layernorm":
+        return o.layernorm(args.rows, args.cols, args.dtype)
+    if args.op == "rmsnorm":
+        return o.rmsnorm(args.rows, args.cols, args.dtype)
+    if args.op == "attention":
+        return o.attention(args.batch, args.heads, args.seq_q, args.seq_kv, args.head_dim, args.dtype, kind=args.kind,
+                           backward=args.backward, causal=args.causal, sram_bytes=args.sram_bytes, device=device)
+    if args.op == "decode-attention":
+        return o.decode_attention(args.batch, args.heads, args.kv_heads, args.context, args.head_dim, args.dtype,
+                                  kv_dtype=args.kv_dtype, kind=args.kind)
+    raise ValueError(f"unknown op '{args.op}'")
+
+
+def cmd_op(args: argparse.Namespace) -> int:
+    device = rp.device(args.device) if args.device else None
+    op = _build_op(args, device)
+    data: Dict[str, Any] = {"op": op.to_dict()}
+    lines = [f"{op.name}: {_si(op.flops, 'FLOP')}, {_si(op.bytes, 'B')} DRAM "
+             f"(read {_si(op.bytes_read('dram'), 'B')}, written {_si(op.bytes_written('dram'), 'B')}), "
+             f"AI {op.arithmetic_intensity:.4g} FLOP/B, {op.launches:g} launch(es)"]
+    if op.bytes_at("sram") > 0:
+        lines.append(f"  SRAM traffic {_si(op.bytes_at('sram'), 'B')}")
+    if device is not None:
+        data["device"] = device.id
+        for label, ideal in (("ideal", True), ("derated", False)):
+            t = device.time(op, ideal=ideal)
+            data[label] = t.to_dict()
+            parts = [f"compute {_seconds(t.compute_seconds)}"]
+            parts += [f"{lv} {_seconds(s)}" for lv, s in t.memory_seconds.items()]
+            if t.overhead_seconds:
+                parts.append(f"overhead {_seconds(t.overhead_seconds)}")
+            lines.append(f"on {device.id} ({label}): {_seconds(t.seconds)}, {t.bound}-bound, "
+                         f"{_si(t.achieved_flops, 'FLOP/s')} achieved, roofline {_si(t.attainable_flops, 'FLOP/s')} "
+                         f"[{', '.join(parts)}]")
+        ridge = device.ridge_point(args.dtype if args.op not in ("decode-attention",) else args.dtype)
+        lines.append(f"ridge point of {device.id} for {args.dtype}: {ridge:.1f} FLOP/B; this op's AI is "
+                     f"{op.arithmetic_intensity / ridge:.3g}x the ridge")
+        data["ridge_point"] = ridge
+    _emit(args, data, "\n".join(lines))
+    return 0
+
+
+def _add_op_parsers(sub: "argparse._SubParsersAction") -> None:
+    op = sub.add_parser("op", help="count one operator's FLOPs and bytes, and time it on a device")
+    ops = op.add_subparsers(dest="op", required=True, metavar="OP")
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--dtype", default="fp16", help="number format (default fp16)")
+        p.add_argument("--device", "-d", help="device id or alias to time the op on")
+        p.add_argument("--json", action="store_true", help="print JSON")
+
+    p = ops.add_parser("gemm", help="C[m×n] = A[m×k]·B[k×n]")
+    for a in ("--m", "--n", "--k"):
+        p.add_argument(a, type=int, required=True)
+    p.add_argument("--weight-dtype")
+    p.add_argument("--tile-bytes", type=float, default=0.0, help="on-chip bytes for the tiled traffic model")
+    common(p)
+    p = ops.add_parser("gemv", help="y[n] = W[n×k]·x[k]")
+    p.add_argument("--n", type=int, required=True)
+    p.add_argument("--k", type=int, required=True)
+    p.add_argument("--weight-dtype")
+    common(p)
+    p = ops.add_parser("elementwise", help="n elements, FLOPs per element, inputs and outputs")
+    p.add_argument("--n", type=int, required=True)
+    p.add_argument("--flops-per-element", type=float, default=1.0)
+    p.add_argument("--inputs", type=int, default=1)
+    p.add_argument("--outputs", type=int, default=1)
+    common(p)
+    for name in ("softmax", "layernorm", "rmsnorm"):
+        p = ops.add_parser(name, help=f"{name} over rows × cols")
+        p.add_argument("--rows", type=int, required=True)
+        p.add_argument("--cols", type=int, required=True)
+        common(p)
+    p = ops.add_parser("attention", help="standard or flash attention, forward (and backward)")
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--heads", type=int, required=True)
+    p.add_argument("--seq-q", type=int, required=True)
+    p.add_argument("--seq-kv", type=int)
+    p.add_argument("--head-dim", type=int, default=128)
+    p.add_argument("--kind", choices=["standard", "flash"], default="standard")
+    p.add_argument("--backward", action="store_true")
+    p.add_argument("--causal", action="store_true")
+    p.add_argument("--sram-bytes", type=float)
+    common(p)
+    p = ops.add_parser("decode-attention", help="one new token attending a KV cache")
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--heads", type=int, required=True)
+    p.add_argument("--kv-heads", type=int)
+    p.add_argument("--context", type=int, required=True)
+    p.add_argument("--head-dim", type=int, default=128)
+    p.add_argument("--kv-dtype")
+    p.add_argument("--kind", choices=["standard", "flash"], default="flash")
+    common(p)
+    op.set_defaults(func=cmd_op)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rooflinepy", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"rooflinepy {rp.__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    p = sub.add_parser("devices", help="list every device of the hardware database")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_devices)
+    p = sub.add_parser("device", help="one device's ceilings, ridge points and sources")
+    p.add_argument("name", help="device id or alias")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_device)
+    _add_op_parsers(sub)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except (KeyError, ValueError, FileNotFoundError, OverflowError) as e:
+        msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
+        print(f"rooflinepy: error: {msg}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,102 @@
+#include <doctest/doctest.h>
+
+#include "roofline/device.hpp"
+#include "roofline/errors.hpp"
+
+#include <string>
+
+using namespace roofline;
+
+namespace {
+const char* kMinimal = R"({
+  "schema_version": 1, "id": "toy", "name": "Toy GPU", "vendor": "nvidia", "family": "toy", "kind": "gpu",
+  "aliases": ["toy-gpu"],
+  "compute_units": {"count": 10, "name": "SM", "source": "made up for a test"},
+  "clocks": {"boost_MHz": 1000, "source": "made up for a test"},
+  "memory": {"dram": {"type": "HBM", "bandwidth_GBps": 1000, "capacity_GiB": 16, "source": "made up for a test"},
+             "sram": {"type": "smem", "per_unit_KiB": 100, "bandwidth_GBps": 10000, "source": "made up for a test"}},
+  "compute": [{"format": "fp16", "unit": "matrix", "peak_TFLOPS": 100, "source": "made up for a test"},
+              {"format": "fp32", "unit": "vector", "peak_TFLOPS": 10, "source": "made up for a test"}],
+  "efficiency": {"dram_bandwidth": 0.8, "compute": 0.5, "launch_overhead_us": 2, "source": "made up for a test"}
+})";
+
+std::string with(std::string text, const std::string& from, const std::string& to) {
+    const auto pos = text.find(from);
+    REQUIRE(pos != std::string::npos);
+    text.replace(pos, from.size(), to);
+    return text;
+}
+}  // namespace
+
+TEST_CASE("a device parses with units converted to SI") {
+    const Device d = parse_device(kMinimal, "toy.json");
+    CHECK(d.id == "toy");
+    CHECK(d.bandwidth(Level::dram) == doctest::Approx(1e12));
+    CHECK(d.capacity(Level::dram) == doctest::Approx(16.0 * (1ull << 30)));
+    CHECK(d.peak_flops(DType::fp16) == doctest::Approx(1e14));
+    CHECK(d.sram_per_unit_bytes() == doctest::Approx(102400));
+    CHECK(d.capacity(Level::sram) == doctest::Approx(1024000));
+    CHECK(d.ridge_point(DType::fp16) == doctest::Approx(100));
+    CHECK(d.efficiency.launch_overhead_s == doctest::Approx(2e-6));
+    CHECK_FALSE(d.has_bandwidth(Level::l2));
+}
+
+TEST_CASE("matrix peaks fall back to vector peaks of the same format") {
+    const Device d = parse_device(kMinimal);
+    CHECK(d.peak_flops(DType::fp32, Unit::matrix) == doctest::Approx(1e13));
+    CHECK_THROWS_AS(d.peak_flops(DType::fp16, Unit::vector), NotFound);
+    CHECK_THROWS_AS(d.peak_flops(DType::int4), NotFound);
+    CHECK_THROWS_WITH_AS(d.bandwidth(Level::l2), doctest::Contains("no l2 bandwidth"), NotFound);
+}
+
+TEST_CASE("a device round-trips through to_json") {
+    const Device d = parse_device(kMinimal);
+    const Device e = parse_device(d.to_json(), "roundtrip");
+    CHECK(e.to_json() == d.to_json());
+}
+
+TEST_CASE("loader errors name the origin, the field and the value") {
+    CHECK_THROWS_WITH_AS(parse_device(with(kMinimal, "\"bandwidth_GBps\": 1000", "\"bandwidth_GBps\": -5"), "bad.json"),
+                         doctest::Contains("bad.json: field 'memory.dram.bandwidth_GBps' must be within"), InvalidArgument);
+    CHECK_THROWS_WITH_AS(parse_device(with(kMinimal, "\"bandwidth_GBps\": 1000", "\"bandwidth_GBps\": \"fast\""), "bad.json"),
+                         doctest::Contains("must be a number, got \"fast\""), InvalidArgument);
+    CHECK_THROWS_WITH_AS(parse_device(with(kMinimal, "\"vendor\": \"nvidia\",", ""), "bad.json"),
+                         doctest::Contains("field 'vendor' is required"), InvalidArgument);
+    CHECK_THROWS_WITH_AS(parse_device(with(kMinimal, "\"kind\": \"gpu\",", "\"kind\": \"gpu\", \"bandwith\": 3,"), "bad.json"),
+                         doctest::Contains("'bandwith' is not a known field"), InvalidArgument);
+    CHECK_THROWS_WITH_AS(parse_device(with(kMinimal, "\"format\": \"fp16\"", "\"format\": \"fp17\""), "bad.json"),
+                         doctest::Contains("compute[0].format' must be one of"), InvalidArgument);
+    CHECK_THROWS_WITH_AS(parse_device("{not json", "bad.json"), doctest::Contains("bad.json: not valid JSON"), InvalidArgument);
+    CHECK_THROWS_WITH_AS(parse_device("[1, 2]", "bad.json"), doctest::Contains("must be a JSON object"), InvalidArgument);
+    CHECK_THROWS_AS(load_device("/nonexistent/device.json"), FileError);
+}
+
+TEST_CASE("the database finds devices by id or alias, case-insensitively, and suggests near misses") {
+    DeviceDB db;
+    db.add(parse_device(kMinimal));
+    CHECK(db.get("TOY").id == "toy");
+    CHECK(db.get("toy-gpu").id == "toy");
+    CHECK_THROWS_WITH_AS(db.get("toi"), doctest::Contains("did you mean 'toy'"), NotFound);
+    CHECK_THROWS_WITH_AS(db.add(parse_device(kMinimal, "again.json")), doctest::Contains("already used"), InvalidArgument);
+}
+
+TEST_CASE("every file of the shipped database loads") {
+    const DeviceDB db = DeviceDB::load_directory(ROOFLINE_TEST_HARDWARE_DB);
+    CHECK(db.size() >= 1);
+    for (const auto& d : db.devices()) {
+        CAPTURE(d.id);
+        CHECK(d.bandwidth(Level::dram) > 0);
+        CHECK(d.peak_flops(DType::fp32, Unit::vector) > 0);
+        CHECK(parse_device(d.to_json()).to_json() == d.to_json());
+    }
+}
+
+TEST_CASE("seed: A100 ridge point ~156 FLOP/byte (~312 FLOPs per fp16 element)") {
+    const DeviceDB db = DeviceDB::load_directory(ROOFLINE_TEST_HARDWARE_DB);
+    const Device& a100 = db.get("a100");
+    CHECK(a100.id == "a100-sxm-80gb");
+    const double ridge = a100.ridge_point(DType::bf16);
+    CHECK(ridge == doctest::Approx(312e12 / 2039e9));
+    CHECK(ridge == doctest::Approx(156).epsilon(0.02));  // the seed rounds the bandwidth to 2.0 TB/s
+    CHECK(ridge * dtype_bytes(DType::fp16) == doctest::Approx(312).epsilon(0.02));
+}

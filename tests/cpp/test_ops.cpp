@@ -1,0 +1,181 @@
+#include <doctest/doctest.h>
+
+#include "roofline/errors.hpp"
+#include "roofline/ops/attention.hpp"
+#include "roofline/ops/linear.hpp"
+#include "roofline/ops/pointwise.hpp"
+
+#include <cmath>
+
+using namespace roofline;
+using namespace roofline::ops;
+
+TEST_CASE("seed: 4096^3 fp16 GEMM: 1.374e11 FLOPs over 3*4096^2 elements, ~2731 FLOPs per element") {
+    const OpCost op = gemm(4096, 4096, 4096, DType::fp16);
+    CHECK(op.flops() == 2.0 * 4096.0 * 4096.0 * 4096.0);
+    CHECK(op.flops() == doctest::Approx(1.374e11).epsilon(1e-3));
+    const double elements = op.bytes() / 2.0;
+    CHECK(elements == 3.0 * 4096 * 4096);
+    CHECK(elements == doctest::Approx(5.03e7).epsilon(1e-3));
+    CHECK(op.flops() / elements == doctest::Approx(2730.67).epsilon(1e-4));
+    CHECK(op.arithmetic_intensity() == doctest::Approx(1365.33).epsilon(1e-4));
+    CHECK(op.bytes(Level::l2) == op.bytes(Level::dram));
+    CHECK(op.launches == 1);
+}
+
+TEST_CASE("gemm keeps activations, weights and output formats apart") {
+    Format w4 = format_of(DType::int4);
+    w4.compute = DType::fp16;
+    w4.dequant_flops_per_element = 2;
+    const OpCost op = gemm(1, 4096, 4096, format_of(DType::fp16), w4, format_of(DType::fp16));
+    CHECK(op.bytes_read[0] == doctest::Approx(4096 * 2 + 4096.0 * 4096 * 0.5));
+    CHECK(op.bytes_written[0] == doctest::Approx(4096 * 2));
+    CHECK(op.flops(Unit::matrix, DType::fp16) == 2.0 * 4096 * 4096);
+    CHECK(op.flops(Unit::vector, DType::fp16) == 2.0 * 4096 * 4096);
+}
+
+TEST_CASE("tiled gemm traffic: compulsory when the tile covers the matrix, more when it does not") {
+    const OpCost compulsory = gemm(256, 256, 256, DType::fp16);
+    const OpCost big_tile = gemm(256, 256, 256, DType::fp16, GemmOptions{Unit::matrix, 1e9, 1});
+    CHECK(big_tile.bytes() == compulsory.bytes());
+    // S = 2*32*32*(2+2) bytes -> T = 32: A read 256/32 = 8 times, B 8 times
+    const OpCost small_tile = gemm(256, 256, 256, DType::fp16, GemmOptions{Unit::matrix, 32.0 * 32 * 4, 1});
+    CHECK(small_tile.bytes_read[0] == doctest::Approx(8 * 256.0 * 256 * 2 * 2));
+    CHECK(small_tile.flops() == compulsory.flops());
+    CHECK_THROWS_AS(gemm(4, 4, 4, DType::fp16, GemmOptions{Unit::matrix, 1, 1}), InvalidArgument);
+}
+
+TEST_CASE("gemv is the m = 1 gemm on vector units") {
+    const OpCost v = gemv(4096, 4096, DType::fp16);
+    const OpCost g = gemm(1, 4096, 4096, DType::fp16);
+    CHECK(v.flops() == g.flops());
+    CHECK(v.bytes() == g.bytes());
+    CHECK(v.flops(Unit::vector, DType::fp16) == v.flops());
+    CHECK(v.arithmetic_intensity() < 1.01);
+}
+
+TEST_CASE("pointwise counts") {
+    const OpCost add = elementwise(1000, 1, 2, 1, format_of(DType::fp16));
+    CHECK(add.flops() == 1000);
+    CHECK(add.bytes() == 6000);
+    const OpCost sm = softmax(10, 100, format_of(DType::fp32));
+    CHECK(sm.flops() == 5000);
+    CHECK(sm.bytes() == 8000);
+    CHECK(layernorm(10, 100, format_of(DType::fp16)).flops() == 7000);
+    CHECK(layernorm(10, 100, format_of(DType::fp16), false).flops() == 5000);
+    CHECK(rmsnorm(10, 100, format_of(DType::fp16)).flops() == 4000);
+    CHECK(rmsnorm(10, 100, format_of(DType::fp16)).bytes() == 2 * (1000 + 1000 + 100));
+}
+
+TEST_CASE("seed: scores at 4096 tokens are 33.5 MB per head, 1.07 GB for 32 heads") {
+    AttentionShape s{1, 32, 4096, 4096, 128, false};
+    const OpCost std_attn = attention(s, format_of(DType::fp16), AttentionKind::standard);
+    const double score_bytes_per_head = 4096.0 * 4096 * 2;
+    CHECK(score_bytes_per_head == doctest::Approx(33.5e6).epsilon(2e-3));
+    CHECK(32 * score_bytes_per_head == doctest::Approx(1.07e9).epsilon(5e-3));
+    // standard attention moves S and P through DRAM twice each: 4 score matrices per head
+    const double qkvo = 4.0 * 4096 * 128 * 2 * 32;
+    CHECK(std_attn.bytes() == doctest::Approx(4 * 32 * score_bytes_per_head + qkvo));
+    CHECK(std_attn.flops() == doctest::Approx(32 * (4.0 * 4096 * 4096 * 128 + 5.0 * 4096 * 4096)));
+}
+
+TEST_CASE("flash attention: same matrix FLOPs, DRAM traffic linear in N, far below standard") {
+    const Format f16 = format_of(DType::fp16);
+    const double sram = 192.0 * 1024;
+    auto at = [&](double n, AttentionKind k) {
+        return attention(AttentionShape{1, 1, n, n, 128, false}, f16, k, false, sram);
+    };
+    for (double n : {512.0, 2048.0, 8192.0}) {
+        CHECK(at(n, AttentionKind::flash).flops(Unit::matrix, DType::fp16) ==
+              at(n, AttentionKind::standard).flops(Unit::matrix, DType::fp16));
+        CHECK(at(n, AttentionKind::flash).bytes() < at(n, AttentionKind::standard).bytes());
+    }
+    // Theorem 2: Θ(N² d² / M): doubling N roughly quadruples the traffic at fixed d and M ... but compared to
+    // standard (also ~N²) the ratio is ~ d²/M per element of scores: growth of standard >> growth of flash.
+    const double g_std = at(8192, AttentionKind::standard).bytes() / at(4096, AttentionKind::standard).bytes();
+    const double g_fl = at(8192, AttentionKind::flash).bytes() / at(4096, AttentionKind::flash).bytes();
+    CHECK(g_std == doctest::Approx(4).epsilon(0.05));
+    CHECK(g_fl <= 4.0 + 1e-9);
+    // Block sizes: E = 98304 elements, Bc = ceil(98304/512) = 192, Tc = ceil(4096/192) = 22
+    const OpCost fl = at(4096, AttentionKind::flash);
+    const double expect_read = 2.0 * (2 * 4096 * 128 + 2 * 4096 * 128 * 22) + 4.0 * 2 * 4096 * 22;
+    const double expect_write = 2.0 * (4096 * 128 * 22) + 4.0 * 2 * 4096 * 22;
+    CHECK(fl.bytes_read[0] == doctest::Approx(expect_read));
+    CHECK(fl.bytes_written[0] == doctest::Approx(expect_write));
+    CHECK(fl.bytes(Level::sram) > fl.bytes(Level::dram));
+    CHECK_THROWS_AS(attention(AttentionShape{1, 1, 64, 64, 128, false}, f16, AttentionKind::flash, false, 0), InvalidArgument);
+}
+
+TEST_CASE("causal masking halves flash work, not standard work") {
+    const Format f16 = format_of(DType::fp16);
+    AttentionShape s{1, 1, 1024, 1024, 64, true};
+    CHECK(causal_fraction(s) == doctest::Approx(1025.0 / 2048));
+    AttentionShape full = s;
+    full.causal = false;
+    CHECK(attention(s, f16, AttentionKind::standard).flops() == attention(full, f16, AttentionKind::standard).flops());
+    CHECK(attention(s, f16, AttentionKind::flash, false, 1e5).flops(Unit::matrix, DType::fp16) ==
+          doctest::Approx(0.5 * attention(full, f16, AttentionKind::flash, false, 1e5).flops(Unit::matrix, DType::fp16)).epsilon(0.01));
+    AttentionShape bad{1, 1, 10, 5, 64, true};
+    CHECK_THROWS_AS(attention(bad, f16, AttentionKind::standard), InvalidArgument);
+}
+
+TEST_CASE("backward adds work and traffic") {
+    const Format f16 = format_of(DType::fp16);
+    AttentionShape s{2, 4, 512, 512, 64, false};
+    for (auto k : {AttentionKind::standard, AttentionKind::flash}) {
+        const OpCost fwd = attention(s, f16, k, false, 1e5), both = attention(s, f16, k, true, 1e5);
+        CHECK(both.flops() > 2 * fwd.flops());
+        CHECK(both.bytes() > fwd.bytes());
+    }
+    CHECK(attention(s, f16, AttentionKind::standard, true).flops(Unit::matrix, DType::fp16) ==
+          doctest::Approx(8.0 * 12 * 512 * 512 * 64));
+}
+
+TEST_CASE("decode attention reads the KV cache once per KV head") {
+    const Format f16 = format_of(DType::fp16);
+    const OpCost mha = decode_attention(1, 32, 32, 4096, 128, f16, f16);
+    const OpCost gqa = decode_attention(1, 32, 8, 4096, 128, f16, f16);
+    CHECK(mha.bytes_read[0] == doctest::Approx(2.0 * 4096 * 32 * 128 * 2 + 32 * 128 * 2));
+    CHECK(gqa.bytes_read[0] == doctest::Approx(2.0 * 4096 * 8 * 128 * 2 + 32 * 128 * 2));
+    CHECK(gqa.flops() == mha.flops());
+    CHECK(decode_attention(1, 32, 8, 4096, 128, f16, f16, AttentionKind::standard).bytes() > gqa.bytes());
+    CHECK_THROWS_AS(decode_attention(1, 32, 5, 10, 128, f16, f16), InvalidArgument);
+    CHECK_THROWS_AS(decode_attention(1, 32, 0, 10, 128, f16, f16), InvalidArgument);
+}
+
+TEST_CASE("kv append and embedding lookup") {
+    const Format f16 = format_of(DType::fp16), i8 = format_of(DType::int8);
+    const OpCost app = kv_append(2, 3, 8, 128, f16, i8);
+    CHECK(app.bytes_read[0] == 2.0 * 2 * 3 * 8 * 128 * 2);
+    CHECK(app.bytes_written[0] == 2.0 * 2 * 3 * 8 * 128 * 1);
+    const OpCost emb = embedding_lookup(10, 4096, f16, f16);
+    CHECK(emb.bytes_read[0] == 10.0 * 4096 * 2 + 40);
+    CHECK(emb.bytes_written[0] == 10.0 * 4096 * 2);
+    CHECK(emb.flops() == 0);
+}
+
+TEST_CASE("bad sizes are errors that name the argument") {
+    CHECK_THROWS_WITH_AS(gemm(-1, 2, 3, DType::fp16), doctest::Contains("gemm m must be a whole number >= 0, got -1"), InvalidArgument);
+    CHECK_THROWS_AS(gemm(NAN, 2, 3, DType::fp16), InvalidArgument);
+    CHECK_THROWS_AS(gemm(INFINITY, 2, 3, DType::fp16), InvalidArgument);
+    CHECK_THROWS_AS(gemm(1.5, 2, 3, DType::fp16), InvalidArgument);
+    CHECK_THROWS_AS(softmax(-3, 2, format_of(DType::fp16)), InvalidArgument);
+    CHECK_NOTHROW(gemm(0, 0, 0, DType::fp16));
+    CHECK(gemm(1e12, 1e12, 1e12, DType::fp16).flops() == doctest::Approx(2e36));
+}
+
+TEST_CASE("OpCost sums and scales") {
+    const OpCost a = gemm(8, 8, 8, DType::fp16);
+    const OpCost b = softmax(8, 8, format_of(DType::fp16));
+    const OpCost s = a + b;
+    CHECK(s.flops() == a.flops() + b.flops());
+    CHECK(s.bytes() == a.bytes() + b.bytes());
+    CHECK(s.launches == 2);
+    CHECK(a.scaled(3).flops() == 3 * a.flops());
+    CHECK(a.scaled(0).bytes() == 0);
+    OpCost empty;
+    CHECK(empty.arithmetic_intensity() == 0);
+    OpCost only_flops;
+    only_flops.add_flops(Unit::vector, DType::fp32, 10);
+    CHECK(std::isinf(only_flops.arithmetic_intensity()));
+}

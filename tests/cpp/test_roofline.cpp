@@ -1,0 +1,92 @@
+#include <doctest/doctest.h>
+
+#include "roofline/device.hpp"
+#include "roofline/ops/linear.hpp"
+#include "roofline/ops/pointwise.hpp"
+#include "roofline/roofline.hpp"
+
+#include <cmath>
+
+using namespace roofline;
+
+namespace {
+const DeviceDB& db() {
+    static const DeviceDB d = DeviceDB::load_directory(ROOFLINE_TEST_HARDWARE_DB);
+    return d;
+}
+}  // namespace
+
+TEST_CASE("seed: the 4096^3 GEMM is compute-bound on the A100") {
+    const Timing t = evaluate(ops::gemm(4096, 4096, 4096, DType::fp16), db().get("a100"), Ceilings::ideal);
+    CHECK(t.bound == Bound::compute);
+    CHECK(t.seconds == doctest::Approx(2.0 * 4096 * 4096 * 4096 / 312e12));
+    CHECK(t.attainable_flops == doctest::Approx(312e12));
+    CHECK(bound_name(t.bound) == "compute");
+}
+
+TEST_CASE("seed: elementwise (1 FLOP per element) is memory-bound at ~1/300 of the A100's compute") {
+    const Device& a100 = db().get("a100");
+    const OpCost op = ops::elementwise(1 << 28, 1, 1, 1, format_of(DType::fp16));
+    const Timing t = evaluate(op, a100, Ceilings::ideal);
+    CHECK(t.bound == Bound::dram);
+    CHECK(bound_name(t.bound) == "memory:dram");
+    // AI = 1 FLOP / 4 bytes; attainable = 0.25 * 2039e9; fraction of 312e12 ~ 1/612 (per element read+write);
+    // per element *moved* (the seed's view) it is 1 FLOP per 2-byte element: 2039e9/2 / 312e12 ~ 1/306.
+    const double per_element_fraction = (a100.bandwidth(Level::dram) / 2.0) / a100.peak_flops(DType::fp16);
+    CHECK(1.0 / per_element_fraction == doctest::Approx(300).epsilon(0.05));
+    CHECK(t.attainable_flops == doctest::Approx(0.25 * 2039e9));
+}
+
+TEST_CASE("derated ceilings are slower and add launch overhead") {
+    const Device& a100 = db().get("a100");
+    const OpCost op = ops::gemm(4096, 4096, 4096, DType::fp16);
+    const Timing ideal = evaluate(op, a100, Ceilings::ideal), der = evaluate(op, a100, Ceilings::derated);
+    CHECK(der.seconds > ideal.seconds);
+    CHECK(der.overhead_seconds == doctest::Approx(a100.efficiency.launch_overhead_s));
+    CHECK(ideal.overhead_seconds == 0);
+}
+
+TEST_CASE("tiny ops are overhead-bound when derated") {
+    const Timing t = evaluate(ops::elementwise(16, 1, 1, 1, format_of(DType::fp16)), db().get("a100"));
+    CHECK(t.bound == Bound::overhead);
+    CHECK(bound_name(t.bound) == "overhead");
+}
+
+TEST_CASE("an empty op evaluates cleanly") {
+    OpCost empty;
+    const Timing t = evaluate(empty, db().get("a100"));
+    CHECK(t.seconds == 0);
+    CHECK(t.bound == Bound::none);
+    CHECK(t.attainable_flops == 0);
+    CHECK(t.achieved_flops == 0);
+    OpCost bytes_only;
+    bytes_only.add_dram(1e6, 0);
+    const Timing tb = evaluate(bytes_only, db().get("a100"), Ceilings::ideal);
+    CHECK(tb.bound == Bound::dram);
+    CHECK(std::isfinite(tb.seconds));
+    OpCost flops_only;
+    flops_only.add_flops(Unit::matrix, DType::fp16, 1e12);
+    const Timing tf = evaluate(flops_only, db().get("a100"), Ceilings::ideal);
+    CHECK(tf.bound == Bound::compute);
+    CHECK(tf.attainable_flops == doctest::Approx(312e12));
+}
+
+TEST_CASE("time is at least each ceiling's time") {
+    const Device& a100 = db().get("a100");
+    for (double n : {1.0, 64.0, 512.0, 4096.0}) {
+        const OpCost op = ops::gemm(n, 4096, 4096, DType::bf16);
+        const Timing t = evaluate(op, a100);
+        CHECK(t.seconds >= t.compute_seconds);
+        for (double m : t.memory_seconds) CHECK(t.seconds >= m);
+    }
+}
+
+TEST_CASE("seed: H100 ridge ~295 FLOP/byte; A100 -> H100 compute 3.2x, bandwidth 1.64x") {
+    const Device& a100 = db().get("a100");
+    if (!db().contains("h100-sxm")) return;  // written by the database's NVIDIA batch
+    const Device& h100 = db().get("h100-sxm");
+    CHECK(h100.ridge_point(DType::bf16) == doctest::Approx(295).epsilon(0.01));
+    CHECK(h100.ridge_point(DType::bf16) * 2 == doctest::Approx(590).epsilon(0.01));
+    CHECK(h100.peak_flops(DType::bf16) / a100.peak_flops(DType::bf16) == doctest::Approx(3.17).epsilon(0.01));
+    CHECK(h100.bandwidth(Level::dram) / a100.bandwidth(Level::dram) == doctest::Approx(1.64).epsilon(0.01));
+}
