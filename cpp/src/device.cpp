@@ -55,6 +55,34 @@ double Device::peak_flops(DType format, Unit unit) const {
                    "; it has: " + join(have));
 }
 
+namespace {
+// The format arithmetic is carried out in when a device has no units for `d`; d itself at the end of the chain.
+DType widened(DType d) {
+    switch (d) {
+        case DType::fp4: return DType::fp8_e4m3;
+        case DType::fp8_e4m3:
+        case DType::fp8_e5m2: return DType::fp16;
+        case DType::int4: return DType::int8;
+        case DType::int8: return DType::fp16;
+        case DType::fp16:
+        case DType::bf16:
+        case DType::tf32: return DType::fp32;
+        case DType::fp32:
+        case DType::fp64: return d;
+    }
+    return d;
+}
+}  // namespace
+
+const ComputePeak& Device::execution_peak(DType format, Unit unit) const {
+    for (DType d = format;; d = widened(d)) {
+        if (const auto* p = find_peak(d, unit)) return *p;
+        if (widened(d) == d) break;
+    }
+    peak_flops(format, unit);  // throws the error listing what the device has
+    throw NotFound("unreachable");
+}
+
 bool Device::has_bandwidth(Level l) const {
     const auto& m = level(l);
     return m.present && m.bandwidth_Bps > 0;

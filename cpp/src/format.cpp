@@ -70,6 +70,6 @@ Format format_of(DType d) {
     return Format{std::string(dtype_name(d)), dtype_bits(d), d, 0.0};
 }
 
-Format parse_format(std::string_view name) { return format_of(parse_dtype(name)); }
+
 
 }  // namespace roofline

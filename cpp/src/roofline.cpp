@@ -27,7 +27,7 @@ Timing evaluate(const OpCost& op, const Device& device, Ceilings ceilings) {
     const double compute_eff = derated ? device.efficiency.compute : 1.0;
     for (const auto& term : op.flop_terms) {
         if (term.flops <= 0) continue;
-        t.compute_seconds += term.flops / (device.peak_flops(term.format, term.unit) * compute_eff);
+        t.compute_seconds += term.flops / (device.execution_peak(term.format, term.unit).flops * compute_eff);
     }
 
     double slowest = t.compute_seconds;

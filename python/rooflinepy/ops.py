@@ -25,16 +25,19 @@ __all__ = ["gemm", "gemv", "elementwise", "softmax", "layernorm", "rmsnorm", "at
 
 
 def attention(batch, heads, seq_q, seq_kv=None, head_dim=128, dtype="fp16", *, kind="standard", backward=False,
-              causal=False, sram_bytes=None, device: Any = None):
+              causal=False, sram_bytes=None, l2_bytes=None, device: Any = None):
     """Attention of ``seq_q`` queries over ``seq_kv`` keys (default ``seq_q``) per (batch, head).
 
     ``kind="standard"`` writes and reads the score and probability matrices in DRAM; ``kind="flash"`` tiles them
-    in SRAM (FlashAttention's IO count), which needs the SRAM size: ``sram_bytes=`` or ``device=`` (a name or a
-    Device; its SRAM per compute unit is used). ``backward=True`` adds the backward pass.
+    in SRAM (FlashAttention's IO count, Theorem 2), which needs the SRAM size: ``sram_bytes=`` or ``device=`` (a
+    name or a Device; its SRAM per compute unit is used). Flash re-reads Q and O once per block of K/V columns;
+    when one head's rows fit in L2 (``l2_bytes=``, or the device's L2) those re-reads are L2 hits and DRAM sees
+    only the compulsory traffic. With ``sram_bytes=`` alone it is the paper's model (no cache).
+    ``backward=True`` adds the backward pass.
     """
     if device is not None and not hasattr(device, "sram_per_unit_bytes"):
         from . import device as _lookup
 
         device = _lookup(device)
     return _attention(batch, heads, seq_q, seq_kv, head_dim, dtype, kind=kind, backward=backward, causal=causal,
-                      sram_bytes=sram_bytes, device=device)
+                      sram_bytes=sram_bytes, l2_bytes=l2_bytes, device=device)

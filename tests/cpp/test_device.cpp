@@ -100,3 +100,14 @@ TEST_CASE("seed: A100 ridge point ~156 FLOP/byte (~312 FLOPs per fp16 element)")
     CHECK(ridge == doctest::Approx(156).epsilon(0.02));  // the seed rounds the bandwidth to 2.0 TB/s
     CHECK(ridge * dtype_bytes(DType::fp16) == doctest::Approx(312).epsilon(0.02));
 }
+
+TEST_CASE("formats without units of their own run at the peak of the format they widen to") {
+    const Device d = parse_device(kMinimal);
+    CHECK(d.execution_peak(DType::fp16).flops == doctest::Approx(1e14));
+    CHECK(d.execution_peak(DType::fp8_e4m3).format == DType::fp16);
+    CHECK(d.execution_peak(DType::fp4).format == DType::fp16);
+    CHECK(d.execution_peak(DType::bf16).format == DType::fp32);
+    CHECK(d.execution_peak(DType::int4).format == DType::fp16);
+    CHECK_THROWS_AS(d.execution_peak(DType::fp64), NotFound);
+    CHECK_THROWS_AS(d.peak_flops(DType::fp8_e4m3), NotFound);  // the datasheet query stays strict
+}

@@ -96,13 +96,21 @@ TEST_CASE("flash attention: same matrix FLOPs, DRAM traffic linear in N, far bel
     const double g_fl = at(8192, AttentionKind::flash).bytes() / at(4096, AttentionKind::flash).bytes();
     CHECK(g_std == doctest::Approx(4).epsilon(0.05));
     CHECK(g_fl <= 4.0 + 1e-9);
+    CHECK(g_fl > 3.0);  // Theorem 2: still quadratic without a cache
     // Block sizes: E = 98304 elements, Bc = ceil(98304/512) = 192, Tc = ceil(4096/192) = 22
     const OpCost fl = at(4096, AttentionKind::flash);
-    const double expect_read = 2.0 * (2 * 4096 * 128 + 2 * 4096 * 128 * 22) + 4.0 * 2 * 4096 * 22;
-    const double expect_write = 2.0 * (4096 * 128 * 22) + 4.0 * 2 * 4096 * 22;
+    // compulsory Q, K, V read and O written once; 21 further column blocks re-read Q, O and m, l and re-write O, m, l
+    const double expect_read = 2.0 * 3 * 4096 * 128 + 21 * (2.0 * 2 * 4096 * 128 + 4.0 * 2 * 4096);
+    const double expect_write = 2.0 * 4096 * 128 + 21 * (2.0 * 4096 * 128 + 4.0 * 2 * 4096);
     CHECK(fl.bytes_read[0] == doctest::Approx(expect_read));
     CHECK(fl.bytes_written[0] == doctest::Approx(expect_write));
     CHECK(fl.bytes(Level::sram) > fl.bytes(Level::dram));
+    // With an L2 that holds one head's Q and O the re-reads are L2 hits: DRAM sees the compulsory traffic only
+    const OpCost cached = attention(AttentionShape{1, 1, 4096, 4096, 128, false}, f16, AttentionKind::flash, false, sram, 40e6);
+    CHECK(cached.bytes(Level::dram) == doctest::Approx(2.0 * 4 * 4096 * 128));
+    CHECK(cached.bytes(Level::l2) == doctest::Approx(fl.bytes(Level::l2)));
+    const OpCost cached2 = attention(AttentionShape{1, 1, 8192, 8192, 128, false}, f16, AttentionKind::flash, false, sram, 40e6);
+    CHECK(cached2.bytes() == doctest::Approx(2 * cached.bytes()));  // linear in N
     CHECK_THROWS_AS(attention(AttentionShape{1, 1, 64, 64, 128, false}, f16, AttentionKind::flash, false, 0), InvalidArgument);
 }
 

@@ -85,6 +85,11 @@ public:
     double peak_flops(DType format, Unit unit = Unit::matrix) const;
     /// The peak record peak_flops uses, or nullptr.
     const ComputePeak* find_peak(DType format, Unit unit = Unit::matrix) const;
+    /// The peak an op in `format` actually runs at: the format's own peak (matrix falling back to vector), or,
+    /// where the device has none, the peak of the format it is widened to (fp4 -> fp8 -> fp16 -> fp32,
+    /// int4 -> int8 -> fp16, bf16 -> fp32, tf32 -> fp32): e.g. fp8 weights on an A100 compute in fp16, bf16 on an
+    /// Apple M1 GPU at the fp32 rate. Throws NotFound when nothing in the chain has a peak.
+    const ComputePeak& execution_peak(DType format, Unit unit = Unit::matrix) const;
     bool has_level(Level l) const { return memory[static_cast<std::size_t>(l)].present; }
     bool has_bandwidth(Level l) const;
     /// Bytes/s of a level. Throws NotFound when the device has no bandwidth for that level.

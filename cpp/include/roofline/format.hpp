@@ -36,7 +36,8 @@ struct Format {
 
 /// The storage format of a plain number format: its own bits, computed in itself, no dequantization.
 Format format_of(DType d);
-/// A storage format by name (case-insensitive): every DType name and spelling.
+/// A storage format by name (case-insensitive): every DType name and spelling, every GGML type (Q4_K ...) and
+/// GPU weight format (int4-g128, nvfp4 ...). Defined in quant.cpp, where the quantization formats live.
 Format parse_format(std::string_view name);
 
 }  // namespace roofline

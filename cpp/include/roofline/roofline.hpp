@@ -32,8 +32,8 @@ struct Timing {
 };
 
 /// time = max(compute time, time at each memory level with traffic) + launches × launch overhead.
-/// Compute time sums the FLOP terms, each against the peak of its unit and format (matrix falls back to
-/// vector); a level the device gives no bandwidth for is not a ceiling. Zero FLOPs and zero bytes are valid.
+/// Compute time sums the FLOP terms, each against Device::execution_peak of its unit and format (matrix falls
+/// back to vector, formats without units widen); a level the device gives no bandwidth for is not a ceiling. Zero FLOPs and zero bytes are valid.
 Timing evaluate(const OpCost& op, const Device& device, Ceilings ceilings = Ceilings::derated);
 
 }  // namespace roofline

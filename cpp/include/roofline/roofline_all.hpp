@@ -7,5 +7,6 @@
 #include "roofline/ops/attention.hpp"
 #include "roofline/ops/linear.hpp"
 #include "roofline/ops/pointwise.hpp"
+#include "roofline/quant.hpp"
 #include "roofline/roofline.hpp"
 #include "roofline/version.hpp"

@@ -3,6 +3,7 @@
 #include "roofline/errors.hpp"
 #include "roofline/ops/pointwise.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace roofline::ops {
@@ -35,7 +36,8 @@ double causal_fraction(const AttentionShape& s) {
     return (n * (m - n) + n * (n + 1) / 2) / (n * m);
 }
 
-OpCost attention(const AttentionShape& s, const Format& fmt, AttentionKind kind, bool backward, double sram_bytes) {
+OpCost attention(const AttentionShape& s, const Format& fmt, AttentionKind kind, bool backward, double sram_bytes,
+                 double l2_bytes) {
     check_shape(s);
     const double N = s.seq_q, M = s.seq_kv, d = s.head_dim, e = fmt.bytes_per_element();
     const double bh = s.batch * s.heads;
@@ -59,6 +61,7 @@ OpCost attention(const AttentionShape& s, const Format& fmt, AttentionKind kind,
     }
 
     check_size("attention sram_bytes", sram_bytes, true);
+    check_size("attention l2_bytes", l2_bytes);
     const double E = std::floor(sram_bytes / e);
     if (d > 0 && E < 4 * d)
         throw InvalidArgument("flash attention sram_bytes " + std::to_string(sram_bytes) + " holds " + std::to_string(E) +
@@ -66,24 +69,34 @@ OpCost attention(const AttentionShape& s, const Format& fmt, AttentionKind kind,
     const double f = causal_fraction(s);
     const double Bc = d > 0 ? std::ceil(E / (4 * d)) : 1.0;
     const double Tc = M > 0 ? std::ceil(M / Bc) : 0.0;
-    constexpr double kStat = 4.0;  // m and l are kept in fp32
-    // forward
+    const double extra = std::max(0.0, Tc - 1);  // column blocks after the first re-read and re-write rows
+    constexpr double kStat = 4.0;                // m and l are kept in fp32
+    // forward: compulsory traffic, then the per-block re-reads of Theorem 2
     op.add_flops(Unit::matrix, cf, bh * 4.0 * N * M * d * f);
     op.add_flops(Unit::vector, cf, bh * (softmax_flops(N, M) * f + 2.0 * N * d * Tc));
-    double read = bh * (e * (2 * M * d + 2 * N * d * f * Tc) + kStat * 2 * N * Tc);
-    double written = bh * (e * N * d * f * Tc + kStat * 2 * N * Tc);
+    double read = bh * e * (N * d + 2 * M * d);
+    double written = bh * (e * N * d + (backward ? kStat * 2 * N : 0.0));
+    double reread = bh * (e * 2 * N * d * f + kStat * 2 * N) * extra;
+    double rewritten = bh * (e * N * d * f + kStat * 2 * N) * extra;
     double tiles = bh * e * 2 * N * M * f;  // S and P tiles, written and read once each, in SRAM
     op.launches = 1;
     if (backward) {
         op.add_flops(Unit::matrix, cf, bh * 10.0 * N * M * d * f);
         op.add_flops(Unit::vector, cf, bh * (softmax_flops(N, M) * f + 2.0 * N * M * f + 2.0 * N * d * Tc));
-        read += bh * (e * (2 * M * d + 4 * N * d * f * Tc) + kStat * 2 * N * Tc);
-        written += bh * e * (2 * M * d + N * d * f * Tc);
+        read += bh * (e * (3 * N * d + 2 * M * d) + kStat * 2 * N);  // Q, O, dO, K, V and the statistics
+        written += bh * e * (N * d + 2 * M * d);                     // dQ, dK, dV
+        reread += bh * (e * 4 * N * d * f + kStat * 2 * N) * extra;  // Q, O, dO, dQ and m, l per further block
+        rewritten += bh * e * N * d * f * extra;                     // dQ per further block
         tiles += bh * e * 2 * N * M * f;
         op.launches += 1;
     }
-    op.add_dram(read, written);
-    op.add_level(Level::sram, read + tiles, written + tiles);
+    // The rows re-read per column block are one (batch, head)'s Q, O (and dO, dQ); when they fit in L2 the
+    // re-reads are L2 hits and DRAM sees only the compulsory traffic.
+    const double working_set = e * N * d * (backward ? 4 : 2) + kStat * 2 * N;
+    const bool l2_hits = l2_bytes > 0 && working_set <= l2_bytes;
+    op.add_dram(read + (l2_hits ? 0 : reread), written + (l2_hits ? 0 : rewritten));
+    if (l2_hits) op.add_level(Level::l2, reread, rewritten);
+    op.add_level(Level::sram, read + reread + tiles, written + rewritten + tiles);
     return op;
 }
 

@@ -37,17 +37,22 @@ double causal_fraction(const AttentionShape& s);
 ///   dV = Pᵀ·dO, dP = dO·Vᵀ, dS = P∘(dP − rowsum(dO∘O)), dQ = dS·K, dK = dSᵀ·Q
 ///   8NMd + 2NM + 2Nd FLOPs; reads 5NM + 5Nd + 2Md, writes 2NM + Nd + 2Md
 /// flash (Dao et al. 2022, Algorithm 1 forward and Algorithm 4 backward, the IO count of their Theorem 2):
-///   SRAM of E = sram_bytes / bytes-per-element elements; Bc = ceil(E / 4d), Br = min(Bc, d), Tc = ceil(M / Bc).
-///   forward: read K, V once (2Md); per column block read Q, O (2Nd·f) and write O (Nd·f); the row
-///   statistics m, l (fp32, 2N per block) are read and written per block. FLOPs 4NMd·f + softmax_flops·f +
-///   2Nd·Tc (rescaling O per block). Θ(N²d²/E) DRAM accesses, O(N) for fixed d and E.
-///   backward: read K, V once and write dK, dV once (4Md); per column block read Q, O, dO, dQ (4Nd·f) and m, l,
-///   write dQ (Nd·f). FLOPs 10NMd·f (recomputed S, then dV, dP, dQ, dK) + softmax_flops·f + 2NM·f + 2Nd·Tc.
-///   The score tiles S and P (4NM·f forward, and again backward) move through SRAM, not DRAM: they are
-///   counted at the sram level, with every DRAM byte (which also passes through SRAM).
+///   SRAM of E = sram_bytes / bytes-per-element elements; Bc = ceil(E / 4d), Tc = ceil(M / Bc) column blocks.
+///   forward: compulsory DRAM traffic — read Q, K, V once, write O once (and the fp32 row statistics m, l,
+///   2N values, when a backward pass needs them); then for each column block after the first, re-read Q and O
+///   (2Nd·f) and write O (Nd·f) and m, l (read and written). FLOPs 4NMd·f + softmax_flops·f + 2Nd·Tc
+///   (rescaling O per block). Θ(N²d²/E) accesses in all.
+///   backward: compulsory — read Q, O, dO, K, V and m, l, write dQ, dK, dV once; per further column block
+///   re-read Q, O, dO, dQ and m, l (4Nd·f) and write dQ (Nd·f). FLOPs 10NMd·f (recomputed S, then dV, dP, dQ,
+///   dK) + softmax_flops·f + 2NM·f + 2Nd·Tc.
+///   The re-read rows of one (batch, head) are Q and O (forward; also dO and dQ backward): when that working set
+///   fits in l2_bytes (> 0), the re-reads are L2 hits and DRAM sees only the compulsory traffic; with
+///   l2_bytes = 0 (the paper's model: no cache between SRAM and HBM) they go to DRAM.
+///   The score tiles S and P (2NM·f written and read, forward; again backward) never leave SRAM: they are
+///   counted at the sram level, with every byte that enters or leaves SRAM.
 /// Matrix products run on matrix units in fmt's compute format, softmax and elementwise work on vector units.
 OpCost attention(const AttentionShape& shape, const Format& fmt, AttentionKind kind, bool backward = false,
-                 double sram_bytes = 0);
+                 double sram_bytes = 0, double l2_bytes = 0);
 
 /// One new query token per sequence attending a KV cache of `context` tokens (including itself).
 /// Per sequence: read K and V of the cache (2·context·kv_heads·d in kv's format; grouped query heads share

@@ -1,0 +1,133 @@
+#include "roofline/quant.hpp"
+
+#include "roofline/errors.hpp"
+
+#include <array>
+#include <cmath>
+
+namespace roofline {
+
+namespace {
+// GGML block layouts (ggml-common.h): bytes per block follow from each block struct.
+//   Q4_0 {f16 d; u8 qs[16]} = 18 B / 32;  Q4_1 {f16 d, m; qs[16]} = 20;  Q5_0 {d; u8 qh[4]; qs[16]} = 22;
+//   Q5_1 {d, m; qh[4]; qs[16]} = 24;  Q8_0 {d; i8 qs[32]} = 34;  Q8_1 {d, s; qs[32]} = 36;
+//   Q2_K {u8 scales[16]; qs[64]; f16 d, dmin} = 84 / 256;  Q3_K {hmask[32]; qs[64]; scales[12]; d} = 110;
+//   Q4_K {d, dmin; scales[12]; qs[128]} = 144;  Q5_K {d, dmin; scales[12]; qh[32]; qs[128]} = 176;
+//   Q6_K {ql[128]; qh[64]; i8 scales[16]; d} = 210;  Q8_K {f32 d; qs[256]; i16 bsums[16]} = 292;
+//   IQ2_XXS {d; u16 qs[32]} = 66;  IQ2_XS {d; u16 qs[32]; scales[8]} = 74;  IQ2_S {d; qs[64]; qh[8]; scales[8]} = 82;
+//   IQ3_XXS {d; qs[96]} = 98;  IQ3_S {d; qs[64]; qh[8]; signs[32]; scales[4]} = 110;  IQ1_S {d; qs[32]; u16 qh[8]} = 50;
+//   IQ1_M {qs[32]; qh[16]; scales[8]} = 56;  IQ4_NL {d; qs[16]} = 18 / 32;  IQ4_XS {d; u16 scales_h; scales_l[4];
+//   qs[128]} = 136 / 256;  TQ1_0 {qs[48]; qh[4]; d} = 54;  TQ2_0 {qs[64]; d} = 66;  MXFP4 {u8 e; qs[16]} = 17 / 32.
+// Dequantization work per element: 1 FLOP for a scale multiply (Q8_0), 2 for scale and offset/min
+// (the 4-, 5-, 6-bit and K types), 3 for codebook types (lookup, sign, scale); plain floats convert for free.
+constexpr DType H = DType::fp16;
+const std::array<GgmlTypeInfo, 33> kTypes{{
+    {0, "F32", 1, 4, DType::fp32, 0},
+    {1, "F16", 1, 2, DType::fp16, 0},
+    {2, "Q4_0", 32, 18, H, 2},
+    {3, "Q4_1", 32, 20, H, 2},
+    {6, "Q5_0", 32, 22, H, 2},
+    {7, "Q5_1", 32, 24, H, 2},
+    {8, "Q8_0", 32, 34, H, 1},
+    {9, "Q8_1", 32, 36, H, 1},
+    {10, "Q2_K", 256, 84, H, 2},
+    {11, "Q3_K", 256, 110, H, 2},
+    {12, "Q4_K", 256, 144, H, 2},
+    {13, "Q5_K", 256, 176, H, 2},
+    {14, "Q6_K", 256, 210, H, 2},
+    {15, "Q8_K", 256, 292, H, 1},
+    {16, "IQ2_XXS", 256, 66, H, 3},
+    {17, "IQ2_XS", 256, 74, H, 3},
+    {18, "IQ3_XXS", 256, 98, H, 3},
+    {19, "IQ1_S", 256, 50, H, 3},
+    {20, "IQ4_NL", 32, 18, H, 2},
+    {21, "IQ3_S", 256, 110, H, 3},
+    {22, "IQ2_S", 256, 82, H, 3},
+    {23, "IQ4_XS", 256, 136, H, 2},
+    {24, "I8", 1, 1, DType::int8, 0},
+    {25, "I16", 1, 2, DType::fp32, 0},
+    {26, "I32", 1, 4, DType::fp32, 0},
+    {27, "I64", 1, 8, DType::fp64, 0},
+    {28, "F64", 1, 8, DType::fp64, 0},
+    {29, "IQ1_M", 256, 56, H, 3},
+    {30, "BF16", 1, 2, DType::bf16, 0},
+    {34, "TQ1_0", 256, 54, H, 3},
+    {35, "TQ2_0", 256, 66, H, 2},
+    {39, "MXFP4", 32, 17, H, 2},
+    {-1, "", 0, 0, H, 0},  // sentinel, never returned
+}};
+
+struct GpuFormat {
+    const char* name;
+    double bits;
+    DType compute;
+    double dequant_flops;
+};
+// Group-wise int4 keeps a 16-bit scale and a 16-bit zero per group: 4 + 32/g bits. NVFP4: e2m1 + one e4m3
+// scale per 16 elements (4.5 bits; the per-tensor fp32 scale is negligible). MXFP4: e2m1 + e8m0 per 32 (4.25).
+// int8-wo (weight-only): one scale per output channel (negligible per element), computed in fp16 after
+// dequantization. Plain "int8" and "fp8" are the number formats themselves (W8A8: computed in int8 / fp8).
+const GpuFormat kGpuFormats[] = {
+    {"int8-wo", 8, DType::fp16, 1},      {"int4-g32", 5, DType::fp16, 2}, {"int4-g64", 4.5, DType::fp16, 2},
+    {"int4-g128", 4.25, DType::fp16, 2}, {"nvfp4", 4.5, DType::fp4, 0},   {"mxfp4", 4.25, DType::fp4, 0},
+};
+}  // namespace
+
+const GgmlTypeInfo* ggml_type_info(int id) {
+    for (const auto& t : kTypes)
+        if (t.id == id && t.block_size > 0) return &t;
+    return nullptr;
+}
+
+std::vector<std::string> ggml_type_names() {
+    std::vector<std::string> names;
+    for (const auto& t : kTypes)
+        if (t.block_size > 0) names.emplace_back(t.name);
+    return names;
+}
+
+const GgmlTypeInfo& ggml_type_info(std::string_view name) {
+    const std::string lower = to_lower(name);
+    for (const auto& t : kTypes)
+        if (t.block_size > 0 && to_lower(t.name) == lower) return t;
+    throw NotFound(unknown_name_message("GGML tensor type", name, ggml_type_names()));
+}
+
+Format format_of(const GgmlTypeInfo& t) { return Format{t.name, t.bits_per_element(), t.compute, t.dequant_flops}; }
+
+double ggml_tensor_bytes(const GgmlTypeInfo& t, double elements, double row_length) {
+    check_count("tensor elements", elements);
+    check_count("tensor row length", row_length);
+    if (std::fmod(row_length, t.block_size) != 0)
+        throw InvalidArgument(std::string("a row of ") + std::to_string(static_cast<long long>(row_length)) +
+                              " elements is not a multiple of " + t.name + "'s block of " + std::to_string(t.block_size));
+    return elements / t.block_size * t.type_size;
+}
+
+std::vector<std::string> gpu_format_names() {
+    std::vector<std::string> names;
+    for (const auto& f : kGpuFormats) names.emplace_back(f.name);
+    return names;
+}
+
+std::vector<std::string> format_names() {
+    std::vector<std::string> names = dtype_names();
+    for (const auto& n : ggml_type_names()) names.push_back(n);
+    for (const auto& n : gpu_format_names()) names.push_back(n);
+    return names;
+}
+
+Format parse_format(std::string_view name) {
+    const std::string lower = to_lower(name);
+    for (const auto& f : kGpuFormats)
+        if (lower == f.name) return Format{f.name, f.bits, f.compute, f.dequant_flops};
+    for (const auto& t : kTypes)
+        if (t.block_size > 0 && to_lower(t.name) == lower) return format_of(t);
+    try {
+        return format_of(parse_dtype(name));
+    } catch (const NotFound&) {
+        throw NotFound(unknown_name_message("storage format", name, format_names()));
+    }
+}
+
+}  // namespace roofline

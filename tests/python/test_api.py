@@ -1,0 +1,158 @@
+import math
+import pickle
+
+import pytest
+
+import rooflinepy as rp
+
+
+def test_version_is_the_one_in_cmakelists(repo):
+    text = (repo / "CMakeLists.txt").read_text()
+    assert f"project(roofline VERSION {rp.__version__}" in text
+
+
+def test_devices_lists_ids_sorted():
+    ids = rp.devices()
+    assert ids == sorted(ids)
+    assert "a100-sxm-80gb" in ids and "h100-sxm" in ids and "m4-pro-20c" in ids
+
+
+@pytest.mark.parametrize("name", ["a100-sxm-80gb", "a100", "A100", "A100-SXM-80GB"])
+def test_device_lookup_by_id_or_alias_case_insensitive(name):
+    assert rp.device(name).id == "a100-sxm-80gb"
+
+
+def test_apple_aliases_point_at_the_full_chip():
+    assert rp.device("m4-pro").id == "m4-pro-20c"
+    assert rp.device("m4-max").id == "m4-max-40c"
+    assert rp.device("m4-max-32c").bandwidth() == pytest.approx(410e9)
+    assert rp.device("m4-max-40c").bandwidth() == pytest.approx(546e9)
+
+
+def test_unknown_device_suggests_the_closest():
+    with pytest.raises(KeyError, match="did you mean 'h100-sxm'"):
+        rp.device("h10")
+    with pytest.raises(KeyError, match="unknown device 'nonsense-gpu'"):
+        rp.device("nonsense-gpu")
+
+
+def test_ceilings_in_si_units():
+    a100 = rp.device("a100-sxm-80gb")
+    assert a100.peak_flops("bf16") == 312e12
+    assert a100.peak_flops("fp32", unit="vector") == pytest.approx(19.5e12)
+    assert a100.bandwidth("dram") == 2039e9
+    assert a100.capacity("dram") == 80 * 2**30
+    assert a100.ridge_point("bf16") == pytest.approx(312e12 / 2039e9)
+    h100 = rp.device("h100-sxm")
+    assert h100.ridge_point("bf16", level="l2") < h100.ridge_point("bf16")
+
+
+def test_bad_names_are_key_errors_listing_valid_values():
+    a100 = rp.device("a100")
+    with pytest.raises(KeyError, match="valid: fp64, fp32"):
+        a100.peak_flops("fp17")
+    with pytest.raises(KeyError, match="memory level 'l3'"):
+        a100.bandwidth("l3")
+    with pytest.raises(KeyError, match="no matrix peak for 'fp4'"):
+        a100.peak_flops("fp4")
+
+
+def test_gemm_counts_and_timing():
+    op = rp.ops.gemm(4096, 4096, 4096, dtype="fp16")
+    assert op.flops == 2 * 4096**3
+    assert op.bytes == 3 * 4096 * 4096 * 2
+    assert op.arithmetic_intensity == pytest.approx(op.flops / op.bytes)
+    assert op.bytes_at("l2") == op.bytes
+    t = rp.device("a100").time(op)
+    assert t.bound == "compute"
+    assert t.seconds > 0 and t.attainable_flops > 0
+    ideal = rp.device("a100").time(op, ideal=True)
+    assert ideal.seconds == pytest.approx(op.flops / 312e12)
+    assert ideal.ceilings == "ideal" and t.ceilings == "derated"
+
+
+def test_weight_formats_in_gemm():
+    op = rp.ops.gemm(1, 4096, 4096, dtype="fp16", weight_dtype="Q4_0")
+    assert op.bytes_read() == pytest.approx(4096 * 2 + 4096 * 4096 * 18 / 32)
+    assert rp.ops.gemm(1, 4096, 4096, weight_dtype="int4-g128").bytes_read() == pytest.approx(
+        4096 * 2 + 4096 * 4096 * 4.25 / 8)
+
+
+def test_attention_standard_and_flash():
+    std = rp.ops.attention(batch=1, heads=32, seq_q=4096, seq_kv=4096, head_dim=128, dtype="fp16", kind="standard")
+    fl = rp.ops.attention(batch=1, heads=32, seq_q=4096, seq_kv=4096, head_dim=128, dtype="fp16", kind="flash",
+                          device="a100")
+    assert fl.bytes < 0.05 * std.bytes  # the A100's L2 holds a head's Q and O: compulsory traffic only
+    assert fl.bytes_at("sram") > fl.bytes
+    assert fl.flops_of("matrix", "fp16") == std.flops_of("matrix", "fp16")
+    bwd = rp.ops.attention(1, 32, 4096, head_dim=128, kind="flash", backward=True, sram_bytes=192 * 1024)
+    assert bwd.flops > 2 * fl.flops
+    with pytest.raises(ValueError, match="sram_bytes= or device="):
+        rp.ops.attention(1, 32, 4096, kind="flash")
+    with pytest.raises(KeyError, match="attention kind 'flesh'"):
+        rp.ops.attention(1, 32, 4096, kind="flesh")
+
+
+def test_other_ops():
+    assert rp.ops.softmax(10, 100).flops == 5000
+    assert rp.ops.layernorm(10, 100).flops == 7000
+    assert rp.ops.rmsnorm(10, 100, affine=False).flops == 3000
+    assert rp.ops.elementwise(100, 2, 2, 1, "fp32").bytes == 1200
+    assert rp.ops.gemv(4096, 4096).flops == 2 * 4096 * 4096
+    d = rp.ops.decode_attention(1, 32, 8, 4096, 128, kv_dtype="q8_0")
+    assert d.bytes_read() == pytest.approx(2 * 4096 * 8 * 128 * 34 / 32 + 32 * 128 * 2)
+    assert rp.ops.kv_append(1, 1, 8, 128).bytes_written() == 2 * 8 * 128 * 2
+    assert rp.ops.embedding_lookup(1, 4096).bytes_written() == 4096 * 2
+
+
+def test_sum_and_scale_of_ops():
+    a, b = rp.ops.gemm(8, 8, 8), rp.ops.softmax(8, 8)
+    assert (a + b).flops == a.flops + b.flops
+    assert (3 * a).flops == 3 * a.flops == (a * 3).flops
+    assert a.scaled(2).launches == 2
+
+
+@pytest.mark.parametrize("bad", [-1, float("nan"), float("inf"), 1.5])
+def test_bad_sizes_are_value_errors_naming_the_argument(bad):
+    with pytest.raises(ValueError, match="gemm m must be a whole number >= 0"):
+        rp.ops.gemm(bad, 8, 8)
+
+
+def test_zero_sized_op_evaluates_cleanly():
+    t = rp.device("a100").time(rp.ops.gemm(0, 0, 0))
+    assert t.seconds > 0  # one launch of overhead
+    assert t.bound == "overhead"
+    t = rp.device("a100").time(rp.ops.gemm(0, 0, 0), ideal=True)
+    assert t.seconds == 0 and t.bound == "none"
+    assert all(math.isfinite(v) for v in t.to_dict().values() if isinstance(v, float))
+
+
+def test_results_pickle_and_convert_to_dict():
+    op = rp.ops.gemm(64, 64, 64)
+    dev = rp.device("h100")
+    t = dev.time(op)
+    for obj in (op, t, dev):
+        back = pickle.loads(pickle.dumps(obj))
+        assert repr(back) == repr(obj)
+    assert op.to_dict()["flops"] == op.flops
+    assert t.to_dict()["bound"] == t.bound
+    assert dev.to_dict()["id"] == "h100-sxm"
+    assert "memory:dram" in repr(dev.time(rp.ops.gemv(8192, 8192)))
+
+
+def test_device_details_carry_sources():
+    dev = rp.device("h100-sxm")
+    for p in dev.compute_peaks():
+        assert p["source"] and p["flops"] > 0
+    levels = {m["level"]: m for m in dev.memory_levels()}
+    assert levels["dram"]["bandwidth"] == pytest.approx(3.35e12)
+    assert dev.efficiency["source"]
+
+
+def test_load_device_errors_name_the_file(tmp_path):
+    bad = tmp_path / "broken.json"
+    bad.write_text('{"schema_version": 1}')
+    with pytest.raises(ValueError, match="broken.json: field 'id' is required"):
+        rp.load_device(bad)
+    with pytest.raises(FileNotFoundError, match="missing.json"):
+        rp.load_device(tmp_path / "missing.json")
