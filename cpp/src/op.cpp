@@ -30,16 +30,23 @@ double OpCost::arithmetic_intensity(Level l) const {
     return f > 0 ? std::numeric_limits<double>::infinity() : 0.0;
 }
 
-void OpCost::add_flops(Unit unit, DType format, double n) {
+void OpCost::add_flops(Unit unit, DType format, double n, double utilization) {
     check_size("flops", n);
+    check_range("utilization", utilization, 1e-9, 1.0);
     if (n == 0) return;
     for (auto& t : flop_terms) {
-        if (t.unit == unit && t.format == format) {
+        if (t.unit == unit && t.format == format && t.utilization == utilization) {
             t.flops += n;
             return;
         }
     }
-    flop_terms.push_back({unit, format, n});
+    flop_terms.push_back({unit, format, n, utilization});
+}
+
+void OpCost::set_utilization(Unit unit, double utilization) {
+    check_range("utilization", utilization, 1e-9, 1.0);
+    for (auto& t : flop_terms)
+        if (t.unit == unit) t.utilization = utilization;
 }
 
 void OpCost::add_level(Level l, double read, double written) {
@@ -54,7 +61,7 @@ void OpCost::add_dram(double read, double written) {
 }
 
 OpCost& OpCost::operator+=(const OpCost& other) {
-    for (const auto& t : other.flop_terms) add_flops(t.unit, t.format, t.flops);
+    for (const auto& t : other.flop_terms) add_flops(t.unit, t.format, t.flops, t.utilization);
     for (std::size_t i = 0; i < kNumLevels; ++i) {
         bytes_read[i] += other.bytes_read[i];
         bytes_written[i] += other.bytes_written[i];

@@ -16,12 +16,12 @@ namespace {
 //   Q6_K {ql[128]; qh[64]; i8 scales[16]; d} = 210;  Q8_K {f32 d; qs[256]; i16 bsums[16]} = 292;
 //   IQ2_XXS {d; u16 qs[32]} = 66;  IQ2_XS {d; u16 qs[32]; scales[8]} = 74;  IQ2_S {d; qs[64]; qh[8]; scales[8]} = 82;
 //   IQ3_XXS {d; qs[96]} = 98;  IQ3_S {d; qs[64]; qh[8]; signs[32]; scales[4]} = 110;  IQ1_S {d; qs[32]; u16 qh[8]} = 50;
-//   IQ1_M {qs[32]; qh[16]; scales[8]} = 56;  IQ4_NL {d; qs[16]} = 18 / 32;  IQ4_XS {d; u16 scales_h; scales_l[4];
+//   IQ1_M {qs[32]; qh[16]; scales[8]} = 56;  NVFP4 {e4m3 d[4]; qs[32]} = 36 / 64;  Q1_0 {d; qs[16]} = 18 / 128;  IQ4_NL {d; qs[16]} = 18 / 32;  IQ4_XS {d; u16 scales_h; scales_l[4];
 //   qs[128]} = 136 / 256;  TQ1_0 {qs[48]; qh[4]; d} = 54;  TQ2_0 {qs[64]; d} = 66;  MXFP4 {u8 e; qs[16]} = 17 / 32.
 // Dequantization work per element: 1 FLOP for a scale multiply (Q8_0), 2 for scale and offset/min
 // (the 4-, 5-, 6-bit and K types), 3 for codebook types (lookup, sign, scale); plain floats convert for free.
 constexpr DType H = DType::fp16;
-const std::array<GgmlTypeInfo, 33> kTypes{{
+const std::array<GgmlTypeInfo, 35> kTypes{{
     {0, "F32", 1, 4, DType::fp32, 0},
     {1, "F16", 1, 2, DType::fp16, 0},
     {2, "Q4_0", 32, 18, H, 2},
@@ -54,6 +54,8 @@ const std::array<GgmlTypeInfo, 33> kTypes{{
     {34, "TQ1_0", 256, 54, H, 3},
     {35, "TQ2_0", 256, 66, H, 2},
     {39, "MXFP4", 32, 17, H, 2},
+    {40, "NVFP4", 64, 36, H, 2},   // {e4m3 scales[4]; qs[32]}: e2m1 with one fp8 scale per 16
+    {41, "Q1_0", 128, 18, H, 2},   // {f16 d; qs[16]}: one bit per weight and a scale per 128
     {-1, "", 0, 0, H, 0},  // sentinel, never returned
 }};
 

@@ -24,10 +24,13 @@ Timing evaluate(const OpCost& op, const Device& device, Ceilings ceilings) {
     t.ceilings = ceilings;
     t.flops = op.flops();
 
-    const double compute_eff = derated ? device.efficiency.compute : 1.0;
     for (const auto& term : op.flop_terms) {
         if (term.flops <= 0) continue;
-        t.compute_seconds += term.flops / (device.execution_peak(term.format, term.unit).flops * compute_eff);
+        const ComputePeak& peak = device.execution_peak(term.format, term.unit);
+        // A measured peak is already achievable: the efficiency fraction is not applied to it again.
+        const double compute_eff = peak.measured ? 1.0 : device.efficiency.compute;
+        const double used = derated ? compute_eff * term.utilization : 1.0;
+        t.compute_seconds += term.flops / (peak.flops * used);
     }
 
     double slowest = t.compute_seconds;
@@ -39,7 +42,7 @@ Timing evaluate(const OpCost& op, const Device& device, Ceilings ceilings) {
         const double bytes = op.bytes(level);
         if (bytes <= 0 || !device.has_bandwidth(level)) continue;
         double bw = device.bandwidth(level);
-        if (derated && level == Level::dram) bw *= device.efficiency.dram_bandwidth;
+        if (derated && level == Level::dram && !device.level(level).measured) bw *= device.efficiency.dram_bandwidth;
         t.level_evaluated[i] = true;
         t.memory_seconds[i] = bytes / bw;
         attainable = std::min(attainable, op.arithmetic_intensity(level) * bw);

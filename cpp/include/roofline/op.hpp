@@ -15,6 +15,9 @@ struct FlopTerm {
     Unit unit = Unit::matrix;
     DType format = DType::fp16;
     double flops = 0;
+    /// Fraction of the units this work can keep busy (tile and wave quantization of a small GEMM); the derated
+    /// roofline divides by it. 1 for the ideal roofline and for ops whose shape fills the device.
+    double utilization = 1.0;
 };
 
 /// Counts are doubles: exact for integers below 2^53, and closed-form sums over millions of steps stay exact
@@ -34,7 +37,9 @@ struct OpCost {
     /// FLOP per byte at a level; +inf when the op moves no bytes but does FLOPs, 0 when it does neither.
     double arithmetic_intensity(Level l = Level::dram) const;
 
-    void add_flops(Unit unit, DType format, double flops);
+    void add_flops(Unit unit, DType format, double flops, double utilization = 1.0);
+    /// Sets the utilization of every term on `unit`.
+    void set_utilization(Unit unit, double utilization);
     /// DRAM traffic, also counted at L2 (DRAM reaches the cores through L2).
     void add_dram(double read, double written);
     void add_level(Level l, double read, double written);

@@ -39,4 +39,46 @@ OpCost gemv(double n, double k, const Format& x, const Format& w, const Format& 
     return op;
 }
 
+double expected_active_experts(double experts, double top_k, double tokens) {
+    check_count("experts", experts);
+    check_count("experts used per token", top_k);
+    check_count("tokens", tokens);
+    if (top_k > experts)
+        throw InvalidArgument("experts used per token (" + std::to_string(top_k) + ") exceeds the number of experts (" +
+                              std::to_string(experts) + ")");
+    if (experts == 0 || tokens == 0) return 0;
+    return experts * (1.0 - std::pow(1.0 - top_k / experts, tokens));
+}
+
+OpCost moe_gemm(double tokens, double top_k, double experts, double n, double k, const Format& a, const Format& b,
+                const Format& c) {
+    check_count("moe_gemm n", n);
+    check_count("moe_gemm k", k);
+    const double active = expected_active_experts(experts, top_k, tokens);
+    const double routed = tokens * top_k;
+    OpCost op;
+    op.name = "moe_gemm";
+    op.add_flops(Unit::matrix, a.compute, 2.0 * routed * n * k);
+    op.add_flops(Unit::vector, b.compute, active * b.dequant_flops_per_element * k * n);
+    op.add_dram(routed * k * a.bytes_per_element() + active * k * n * b.bytes_per_element(),
+                routed * n * c.bytes_per_element());
+    op.launches = 1;
+    return op;
+}
+
+double gemm_utilization(double m, double n, double tile_m, double tile_n, double units) {
+    check_size("tile_m", tile_m, true);
+    check_size("tile_n", tile_n, true);
+    check_size("units", units, true);
+    if (m <= 0 || n <= 0) return 1.0;
+    // Kernels pick the smallest row tile that covers m: a power of two from 16 (the MMA minimum) up to tile_m.
+    double tm = 16;
+    while (tm < m && tm < tile_m) tm *= 2;
+    tm = std::min(tm, tile_m);
+    const double tiles = std::ceil(m / tm) * std::ceil(n / tile_n);
+    // Fewer tiles than processors: split-K spreads the reduction over the idle ones. More: whole waves.
+    const double slots = tiles < units ? tiles : std::ceil(tiles / units) * units;
+    return (m * n) / (slots * tm * tile_n);
+}
+
 }  // namespace roofline::ops

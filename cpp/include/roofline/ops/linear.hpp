@@ -31,4 +31,22 @@ inline OpCost gemv(double n, double k, DType dtype) {
     return gemv(n, k, format_of(dtype), format_of(dtype), format_of(dtype));
 }
 
+/// Expected number of distinct experts touched when `tokens` tokens each pick `top_k` of `experts`:
+/// E·(1 − (1 − k/E)^T) (each expert is missed by one token with probability 1 − k/E).
+double expected_active_experts(double experts, double top_k, double tokens);
+
+/// Mixture-of-experts projection: `tokens` tokens, each through `top_k` of `experts` experts' B[k×n].
+/// FLOPs 2·tokens·top_k·n·k (+ dequantization of the weights read); DRAM: each routed token's activation read
+/// (tokens·top_k·k), its output written (tokens·top_k·n), and the weights of the expected active experts
+/// (expected_active_experts · k·n). One launch.
+OpCost moe_gemm(double tokens, double top_k, double experts, double n, double k, const Format& a, const Format& b,
+                const Format& c);
+
+/// Fraction of `units` parallel processors a GEMM of m×n output keeps busy when the output is cut into tiles,
+/// one per processor at a time: (m·n) / (tiles padded to whole tiles, and to whole waves of `units`). The row
+/// tile is the smallest power of two from 16 (the MMA minimum) to tile_m that covers m, so small m wastes at
+/// most a 16-row tile's padding; with fewer tiles than processors split-K fills the rest; a tile count just
+/// above a multiple of `units` wastes most of a wave.
+double gemm_utilization(double m, double n, double tile_m, double tile_n, double units);
+
 }  // namespace roofline::ops

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Sets up whatever is missing, then runs every test: the C++ doctest suite (ctest, warnings as errors) and
+# pytest (API, CLI, properties, validation against published measurements).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+
+JOBS="${JOBS:-$(nproc)}"
+echo "== C++ core: build with warnings as errors, run doctest through ctest"
+cmake -S . -B build/tests -G Ninja -DCMAKE_BUILD_TYPE=Release -DROOFLINE_WERROR=ON >/dev/null
+cmake --build build/tests -j "$JOBS"
+ctest --test-dir build/tests --output-on-failure -j "$JOBS"
+
+echo "== Python: pytest"
+# Run from outside the source tree so the installed package, not the checkout, is imported.
+REPO="$PWD"
+(cd /tmp && python3 -m pytest "$REPO/tests/python" -q -p no:cacheprovider)
