@@ -11,8 +11,8 @@
 #                                                # machine that lacks them (carry build/device-deps there)
 #
 # Environment: ROOFLINE_CALIBRATE_LIMIT_S (total seconds for build + run, default 420), ROOFLINE_CUDA_BUILD_DIR
-# (default build/device-cuda), ROOFLINE_CUDA_PREBUILT (a roofline-calibrate-cuda to use if the build fails),
-# JOBS (default 16).
+# (default build/device-cuda), ROOFLINE_CUDA_PREBUILT (a roofline-calibrate-cuda built elsewhere: used if the
+# build fails, or instead of building when ROOFLINE_CUDA_SKIP_BUILD=1 and it starts), JOBS (default 16).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -37,15 +37,15 @@ BUILD=${ROOFLINE_CUDA_BUILD_DIR:-$ROOT/build/device-cuda}
 LOGDIR=${OUT:-$BUILD}
 mkdir -p "$LOGDIR" "$BUILD"
 LOG=$LOGDIR/device-calibrate.log
-exec > >(tee "$LOG") 2>&1
 
 elapsed() { echo $(( $(date +%s) - START )); }
 left() { echo $(( LIMIT - $(date +%s) + START )); }
 say() { echo "device-calibrate [$(elapsed)s]: $*"; }
 DMON_PID=""
 cleanup() { if [ -n "$DMON_PID" ]; then kill "$DMON_PID" 2>/dev/null; wait "$DMON_PID" 2>/dev/null; fi; DMON_PID=""; }
-trap cleanup EXIT
 
+main() {
+trap cleanup EXIT
 # ---- the GPU -------------------------------------------------------------------------------------------------------
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
   say "no NVIDIA GPU visible (nvidia-smi missing or failing); nothing to measure"
@@ -66,7 +66,14 @@ command -v nvcc >/dev/null 2>&1 || export PATH=$PATH:/usr/local/cuda/bin
 say "$(nvcc --version | tail -n 2 | head -n 1); $(cmake --version | head -n 1); host compiler $(c++ --version | head -n 1)"
 
 # ---- build -------------------------------------------------------------------------------------------------------
+[ -d /usr/local/cuda/lib64 ] && export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}/usr/local/cuda/lib64
 TOOL=$BUILD/cpp/calibration/cuda/roofline-calibrate-cuda
+PREBUILT=${ROOFLINE_CUDA_PREBUILT:-}
+[ -n "$PREBUILT" ] && [ "${PREBUILT#/}" = "$PREBUILT" ] && PREBUILT=$ROOT/$PREBUILT
+if [ "${ROOFLINE_CUDA_SKIP_BUILD:-0}" = 1 ] && [ -x "$PREBUILT" ] && "$PREBUILT" --help >/dev/null 2>&1; then
+  say "using the prebuilt $PREBUILT (ROOFLINE_CUDA_SKIP_BUILD=1)"
+  TOOL=$PREBUILT
+else
 GEN=()
 command -v ninja >/dev/null 2>&1 && GEN=(-G Ninja)
 PREFIX=()
@@ -79,15 +86,16 @@ if [ $build_ok = 1 ]; then
   timeout "$(left)" cmake --build "$BUILD" --target roofline-calibrate-cuda -j "$JOBS" || build_ok=0
 fi
 if [ $build_ok = 0 ] || [ ! -x "$TOOL" ]; then
-  if [ -n "${ROOFLINE_CUDA_PREBUILT:-}" ] && [ -x "$ROOFLINE_CUDA_PREBUILT" ]; then
-    say "build failed; falling back to the prebuilt $ROOFLINE_CUDA_PREBUILT"
-    TOOL=$ROOFLINE_CUDA_PREBUILT
+  if [ -n "$PREBUILT" ] && [ -x "$PREBUILT" ]; then
+    say "build failed; falling back to the prebuilt $PREBUILT"
+    TOOL=$PREBUILT
   else
     say "build failed (see the log above)"
     exit 4
   fi
 fi
-say "built $TOOL"
+say "tool: $TOOL"
+fi
 
 # ---- measure -------------------------------------------------------------------------------------------------------
 if nvidia-smi dmon -h >/dev/null 2>&1; then
@@ -110,4 +118,8 @@ case $rc in
   *) say "roofline-calibrate-cuda failed (exit $rc)" ;;
 esac
 say "total $(elapsed)s"
-exit $rc
+return $rc
+}
+
+main "$@" 2>&1 | tee "$LOG"
+exit "${PIPESTATUS[0]}"

@@ -14,4 +14,8 @@ ctest --test-dir build/tests --output-on-failure -j "$JOBS"
 echo "== Python: pytest"
 # Run from outside the source tree so the installed package, not the checkout, is imported.
 REPO="$PWD"
-(cd /tmp && python3 -m pytest "$REPO/tests/python" -q -p no:cacheprovider)
+(cd /tmp && python3 -m pytest "$REPO/tests/python" "$REPO/tests/validation" -q -p no:cacheprovider)
+
+# ---- notebooks (issue 5): execute every notebooks/*.ipynb top to bottom from a temp dir; any error fails ----
+echo "== Notebooks: nbclient"
+python3 scripts/run_notebooks.py --timeout 120

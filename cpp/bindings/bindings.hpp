@@ -14,3 +14,8 @@ void register_device(py::module_& m);
 void register_op(py::module_& m);
 void register_ops(py::module_& m);
 void register_roofline(py::module_& m);
+void register_calibration(py::module_& m);
+void register_quant(py::module_& m);
+void register_gguf(py::module_& m);
+void register_inference(py::module_& m);
+void register_names(py::module_& m);

@@ -8,6 +8,11 @@ PYBIND11_MODULE(_core, m) {
     register_device(m);
     register_op(m);
     register_roofline(m);
+    register_calibration(m);
+    register_quant(m);
+    register_gguf(m);
+    register_inference(m);
+    register_names(m);
     auto ops = m.def_submodule("ops", "Operator cost builders; each returns an OpCost");
     register_ops(ops);
 }

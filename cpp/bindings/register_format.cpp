@@ -18,3 +18,8 @@ void register_format(py::module_& m) {
         },
         py::arg("name"), "A storage format's bits per element (scales included), compute format and dequantization work");
 }
+
+void register_names(py::module_& m) {
+    m.def("unknown_name_message", &roofline::unknown_name_message, py::arg("what"), py::arg("bad"), py::arg("candidates"),
+          "The core's 'unknown X; did you mean Y? valid: ...' message");
+}

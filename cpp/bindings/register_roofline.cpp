@@ -81,4 +81,14 @@ void register_roofline(py::module_& m) {
             return evaluate(op, device, ideal ? Ceilings::ideal : Ceilings::derated);
         },
         py::arg("op"), py::arg("device"), py::arg("ideal") = false);
+    m.def(
+        "attainable_flops",
+        [](const Device& device, double intensity, const std::string& dtype, const std::string& level,
+           const std::string& unit, bool ideal) {
+            return attainable_flops(device, intensity, parse_dtype(dtype), parse_level(level), parse_unit(unit),
+                                    ideal ? Ceilings::ideal : Ceilings::derated);
+        },
+        py::arg("device"), py::arg("intensity"), py::arg("dtype"), py::arg("level") = "dram",
+        py::arg("unit") = "matrix", py::arg("ideal") = true,
+        "The roof at an arithmetic intensity (FLOP/byte at `level`): min(peak, intensity x bandwidth), FLOP/s");
 }

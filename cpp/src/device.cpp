@@ -14,6 +14,9 @@ namespace roofline {
 namespace {
 constexpr double kGB = 1e9;
 constexpr double kKiB = 1024.0, kMiB = 1024.0 * 1024.0, kGiB = 1024.0 * 1024.0 * 1024.0;
+// Floors of the ceilings (1 B/s, 1 FLOP/s, 0.1 % of a ceiling): any positive number the hardware could have, and
+// enough to keep every time finite (an op counts at most kMaxOpCount FLOPs or bytes).
+constexpr double kMinGBps = 1e-9, kMinTFLOPS = 1e-12, kMinEfficiency = 1e-3;
 constexpr const char* kLevelNames[kNumLevels] = {"dram", "l2", "sram"};
 }  // namespace
 
@@ -143,13 +146,14 @@ MemoryLevel read_dram(JsonObject o) {
     MemoryLevel m;
     m.present = true;
     m.type = o.string("type");
-    m.bandwidth_Bps = o.number("bandwidth_GBps", 0, 1e6, true) * kGB;
+    m.bandwidth_Bps = o.number("bandwidth_GBps", kMinGBps, 1e6) * kGB;
     m.capacity_bytes = o.number("capacity_GiB", 0, 1e6, true) * kGiB;
     for (const auto& v : o.array("capacity_options_GiB", false)) {
         if (!v.is_number() || v.get<double>() <= 0) o.fail("capacity_options_GiB", "must hold numbers > 0");
         m.capacity_options_bytes.push_back(v.get<double>() * kGiB);
     }
     m.bus_width_bits = static_cast<int>(o.opt_integer("bus_width_bits", 1, 1 << 20).value_or(0));
+    m.measured = o.opt_bool("measured", false);
     m.provenance = read_provenance(o);
     o.finish();
     return m;
@@ -160,7 +164,8 @@ MemoryLevel read_l2(JsonObject o) {
     m.present = true;
     m.type = o.string("type");
     m.capacity_bytes = o.number("capacity_MiB", 0, 1e6, true) * kMiB;
-    m.bandwidth_Bps = o.opt_number("bandwidth_GBps", 0, 1e7, true).value_or(0) * kGB;
+    m.bandwidth_Bps = o.opt_number("bandwidth_GBps", kMinGBps, 1e7).value_or(0) * kGB;
+    m.measured = o.opt_bool("measured", false);
     m.provenance = read_provenance(o);
     o.finish();
     return m;
@@ -172,7 +177,8 @@ MemoryLevel read_sram(JsonObject o, int units) {
     m.type = o.string("type");
     m.per_unit_bytes = o.number("per_unit_KiB", 0, 1e6, true) * kKiB;
     m.capacity_bytes = m.per_unit_bytes * units;
-    m.bandwidth_Bps = o.opt_number("bandwidth_GBps", 0, 1e8, true).value_or(0) * kGB;
+    m.bandwidth_Bps = o.opt_number("bandwidth_GBps", kMinGBps, 1e8).value_or(0) * kGB;
+    m.measured = o.opt_bool("measured", false);
     m.provenance = read_provenance(o);
     o.finish();
     return m;
@@ -229,7 +235,8 @@ Device parse_device(std::string_view json_text, std::string_view origin) {
         const std::string fmt = c.choice("format", dtype_names());
         p.format = parse_dtype(fmt);
         p.unit = parse_unit(c.choice("unit", {"vector", "matrix"}));
-        p.flops = c.number("peak_TFLOPS", 0, 1e6, true) * 1e12;
+        p.flops = c.number("peak_TFLOPS", kMinTFLOPS, 1e6) * 1e12;
+        p.measured = c.opt_bool("measured", false);
         p.provenance = read_provenance(c);
         c.finish();
         for (const auto& q : d.compute)
@@ -242,7 +249,7 @@ Device parse_device(std::string_view json_text, std::string_view origin) {
         JsonObject c(links[i], "interconnect[" + std::to_string(i) + "]", d.origin);
         Interconnect ic;
         ic.name = c.string("name");
-        ic.bandwidth_Bps = c.number("bandwidth_GBps", 0, 1e6, true) * kGB;
+        ic.bandwidth_Bps = c.number("bandwidth_GBps", kMinGBps, 1e6) * kGB;
         ic.provenance = read_provenance(c);
         c.finish();
         d.interconnect.push_back(ic);
@@ -254,8 +261,8 @@ Device parse_device(std::string_view json_text, std::string_view origin) {
     }
     {
         auto e = o.object("efficiency");
-        d.efficiency.dram_bandwidth = e.number("dram_bandwidth", 0, 1, true);
-        d.efficiency.compute = e.number("compute", 0, 1, true);
+        d.efficiency.dram_bandwidth = e.number("dram_bandwidth", kMinEfficiency, 1);
+        d.efficiency.compute = e.number("compute", kMinEfficiency, 1);
         d.efficiency.launch_overhead_s = e.number("launch_overhead_us", 0, 1e6) * 1e-6;
         d.efficiency.provenance = read_provenance(e);
         e.finish();
@@ -306,25 +313,30 @@ std::string Device::to_json(int indent) const {
             dram["capacity_options_GiB"] = opts;
         }
         if (m.bus_width_bits) dram["bus_width_bits"] = m.bus_width_bits;
+        if (m.measured) dram["measured"] = true;
         mem["dram"] = provenance_json(dram, m.provenance);
     }
     if (has_level(Level::l2)) {
         const auto& m = level(Level::l2);
         nlohmann::ordered_json l2{{"type", m.type}, {"capacity_MiB", m.capacity_bytes / kMiB}};
         if (m.bandwidth_Bps > 0) l2["bandwidth_GBps"] = m.bandwidth_Bps / kGB;
+        if (m.measured) l2["measured"] = true;
         mem["l2"] = provenance_json(l2, m.provenance);
     }
     if (has_level(Level::sram)) {
         const auto& m = level(Level::sram);
         nlohmann::ordered_json s{{"type", m.type}, {"per_unit_KiB", m.per_unit_bytes / kKiB}};
         if (m.bandwidth_Bps > 0) s["bandwidth_GBps"] = m.bandwidth_Bps / kGB;
+        if (m.measured) s["measured"] = true;
         mem["sram"] = provenance_json(s, m.provenance);
     }
     j["memory"] = mem;
     j["compute"] = nlohmann::ordered_json::array();
-    for (const auto& p : compute)
-        j["compute"].push_back(provenance_json(
-            {{"format", dtype_name(p.format)}, {"unit", unit_name(p.unit)}, {"peak_TFLOPS", p.flops / 1e12}}, p.provenance));
+    for (const auto& p : compute) {
+        nlohmann::ordered_json c{{"format", dtype_name(p.format)}, {"unit", unit_name(p.unit)}, {"peak_TFLOPS", p.flops / 1e12}};
+        if (p.measured) c["measured"] = true;
+        j["compute"].push_back(provenance_json(c, p.provenance));
+    }
     if (!interconnect.empty()) {
         j["interconnect"] = nlohmann::ordered_json::array();
         for (const auto& i : interconnect)

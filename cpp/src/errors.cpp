@@ -85,6 +85,13 @@ double check_count(std::string_view name, double value) {
         os << name << " must be a whole number >= 0, got " << value;
         throw InvalidArgument(os.str());
     }
+    if (value > kMaxCount) {
+        std::ostringstream os;
+        os.precision(17);
+        os << name << " must be a whole number >= 0 and at most 2^53 = " << kMaxCount
+           << " (the largest count a double holds exactly), got " << value;
+        throw InvalidArgument(os.str());
+    }
     return value;
 }
 

@@ -1,12 +1,14 @@
 #include "roofline/inference.hpp"
 
 #include "roofline/errors.hpp"
+#include "roofline/ops/linear.hpp"
 #include "roofline/quant.hpp"
 
 #include <Eigen/Dense>
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <set>
@@ -88,7 +90,6 @@ std::vector<std::string> engine_names() {
 namespace {
 
 struct Context {
-    const Model& model;
     Device device;  // launch overhead scaled by the engine
     Engine eng;
     PhaseOptions opt;
@@ -107,9 +108,14 @@ Format parse_kv(const std::string& name) {
     return parse_format(l);
 }
 
+// Unquantized tensors of GPU schemes are kept in the model's training format; bf16 unless fp16 was asked.
+std::vector<TensorFormat> tensor_formats_for(const Model& model, const std::string& quant) {
+    return model.tensor_formats(quant, to_lower(quant) == "fp16" ? format_of(DType::fp16) : format_of(DType::bf16));
+}
+
 Context make_context(const Model& model, const Device& device, const std::string& quant, const std::string& kv_dtype,
-                     bool flash, const std::string& engine_name, int tp) {
-    Context c{model, device, engine(engine_name), {}, {}, 0};
+                     bool flash, const std::string& engine_name, int tp, const std::vector<TensorFormat>* formats = nullptr) {
+    Context c{device, engine(engine_name), {}, {}, 0};
     c.device.efficiency.launch_overhead_s *= c.eng.launch_overhead_scale;
     const Format act = parse_format(c.eng.activation);
     c.opt.activation = act;
@@ -126,8 +132,14 @@ Context make_context(const Model& model, const Device& device, const std::string
     c.opt.gemm_tile_m = c.eng.gemm_tile_m;
     c.opt.gemm_tile_n = c.eng.gemm_tile_n;
     c.opt.compute_units = device.compute_units;
-    // Unquantized tensors of GPU schemes are kept in the model's training format; bf16 unless fp16 was asked.
-    c.formats = model.tensor_formats(quant, to_lower(quant) == "fp16" ? format_of(DType::fp16) : format_of(DType::bf16));
+    if (formats) {
+        if (formats->size() != model.tensors.size())
+            throw InvalidArgument("estimate plan: one format per weight tensor is needed (" + std::to_string(model.tensors.size()) +
+                                  "), got " + std::to_string(formats->size()));
+        c.formats = *formats;
+    } else {
+        c.formats = tensor_formats_for(model, quant);
+    }
     if (tp > 1) {
         c.interconnect_Bps = device.interconnect_bandwidth();
         if (c.interconnect_Bps <= 0)
@@ -149,301 +161,787 @@ struct Parts {
     }
 };
 
-Parts parts_of(const Context& c, const PhaseOp& op, Ceilings ceilings) {
+// A ring all-reduce: 2(N−1) steps, each moving 1/N of the message over the link and paying a step latency.
+Parts all_reduce_parts(double tensor_parallel, double collective_latency_s, double interconnect_Bps, double bytes,
+                       Ceilings ceilings) {
+    const double n = tensor_parallel;
     Parts p;
-    if (op.name == "all_reduce") {
-        const double n = c.opt.tensor_parallel;
-        // ring all-reduce: 2(N−1) steps, each moving 1/N of the message over the link and paying a step latency
-        p.overhead = (ceilings == Ceilings::derated ? 2.0 * (n - 1) * c.eng.collective_latency_s : 0.0);
-        p.memory[0] = 2.0 * (n - 1) / n * op.collective_bytes / c.interconnect_Bps;
-        return p;
-    }
+    p.overhead = (ceilings == Ceilings::derated ? 2.0 * (n - 1) * collective_latency_s : 0.0);
+    p.memory[0] = 2.0 * (n - 1) / n * bytes / interconnect_Bps;
+    return p;
+}
+
+Parts parts_of(const Context& c, const PhaseOp& op, Ceilings ceilings) {
+    if (op.name == "all_reduce")
+        return all_reduce_parts(c.opt.tensor_parallel, c.eng.collective_latency_s, c.interconnect_Bps, op.collective_bytes, ceilings);
     const Timing t = evaluate(op.cost, c.device, ceilings);
+    Parts p;
     p.compute = t.compute_seconds;
     p.memory = t.memory_seconds;
     p.overhead = t.overhead_seconds;
     return p;
 }
 
-std::string bound_of(const Parts& p, bool collective) {
-    double best = p.compute;
-    std::string b = p.compute > 0 ? "compute" : "none";
+// ---- op times (see OpTimes)
+constexpr std::size_t kMat = 0, kOther = 1, kMem = 2, kOvh = 5, kIdeal = 6, kFlops = 12, kBytes = 13;
+constexpr std::size_t kOffsets[2] = {0, kIdeal};
+
+OpTimes times_of(const OpCost& op, const Device& device) {
+    OpTimes t;
+    OpCost matrix, rest = op;
+    rest.flop_terms.clear();
+    for (const auto& term : op.flop_terms) (term.unit == Unit::matrix ? matrix : rest).flop_terms.push_back(term);
+    for (std::size_t k = 0; k < 2; ++k) {
+        const Ceilings c = k == 0 ? Ceilings::derated : Ceilings::ideal;
+        const std::size_t o = kOffsets[k];
+        t.v[o + kMat] = evaluate(matrix, device, c).compute_seconds;
+        const Timing r = evaluate(rest, device, c);
+        t.v[o + kOther] = r.compute_seconds;
+        for (std::size_t i = 0; i < kNumLevels; ++i) t.v[o + kMem + i] = r.memory_seconds[i];
+        t.v[o + kOvh] = r.overhead_seconds;
+    }
+    t.v[kFlops] = op.flops();
+    t.v[kBytes] = op.bytes();
+    return t;
+}
+
+// times_of without the matrix / other split, for ops no utilization divides (two evaluations, no copies).
+OpTimes times_total_of(const OpCost& op, const Device& device) {
+    OpTimes t;
+    for (std::size_t k = 0; k < 2; ++k) {
+        const std::size_t o = kOffsets[k];
+        const Timing r = evaluate(op, device, k == 0 ? Ceilings::derated : Ceilings::ideal);
+        t.v[o + kOther] = r.compute_seconds;
+        for (std::size_t i = 0; i < kNumLevels; ++i) t.v[o + kMem + i] = r.memory_seconds[i];
+        t.v[o + kOvh] = r.overhead_seconds;
+    }
+    t.v[kFlops] = op.flops();
+    t.v[kBytes] = op.bytes();
+    return t;
+}
+
+OpTimes minus(OpTimes a, const OpTimes& b) {
+    for (std::size_t j = 0; j < OpTimes::kSize; ++j) a.v[j] -= b.v[j];
+    return a;
+}
+
+inline void axpy(OpTimes& y, double a, const OpTimes& x) {
+    for (std::size_t j = 0; j < OpTimes::kSize; ++j) y.v[j] += a * x.v[j];
+}
+
+// Every component but the launch overhead × factor: an op `factor` times as large, launched once.
+inline OpTimes scaled_work(OpTimes t, double factor) {
+    for (std::size_t j = 0; j < OpTimes::kSize; ++j)
+        if (j != kOvh && j != kIdeal + kOvh) t.v[j] *= factor;
+    return t;
+}
+
+// Ideal compute − DRAM seconds: > 0 where an op is compute-bound against DRAM.
+inline double ideal_balance(const OpTimes& t) { return t.v[kIdeal + kMat] + t.v[kIdeal + kOther] - t.v[kIdeal + kMem]; }
+
+PhaseBound bound_code(double compute, const double* memory, double overhead) {
+    double best = compute;
+    PhaseBound b = compute > 0 ? PhaseBound::compute : PhaseBound::none;
     for (std::size_t i = 0; i < kNumLevels; ++i)
-        if (p.memory[i] > best) {
-            best = p.memory[i];
-            b = collective ? "interconnect" : "memory:" + std::string(level_name(static_cast<Level>(i)));
+        if (memory[i] > best) {
+            best = memory[i];
+            b = static_cast<PhaseBound>(static_cast<int>(PhaseBound::dram) + static_cast<int>(i));
         }
-    if (p.overhead > best) b = "overhead";
+    if (overhead > best) b = PhaseBound::overhead;
     return b;
 }
 
-struct PhaseTotals {
-    double seconds = 0;
-    Parts sum;  // components summed over ops (for the phase's bound)
-    double flops = 0, bytes = 0;
-    std::vector<BreakdownRow> rows;
+// One op's derated time, ideal time and derated compute time; matrix compute ÷ `util` when derated.
+struct OpTotal {
+    double derated = 0, ideal = 0, compute = 0;
+};
+inline OpTotal op_total(const OpTimes& t, double util) {
+    const double* v = t.v.data();
+    OpTotal r;
+    r.compute = v[kMat] / util + v[kOther];
+    double m = r.compute;
+    for (std::size_t i = 0; i < kNumLevels; ++i) m = std::max(m, v[kMem + i]);
+    r.derated = m + v[kOvh];
+    double mi = v[kIdeal + kMat] + v[kIdeal + kOther];
+    for (std::size_t i = 0; i < kNumLevels; ++i) mi = std::max(mi, v[kIdeal + kMem + i]);
+    r.ideal = mi + v[kIdeal + kOvh];
+    return r;
+}
+
+// A phase being summed: every component × count, and the per-op totals.
+struct Acc {
+    OpTimes sum;
+    double seconds = 0, ideal = 0, compute = 0;
+    void add(double count, const OpTimes& t, double util) {
+        const double* v = t.v.data();
+        const double cd = v[kMat] / util + v[kOther];
+        const double td = std::max(std::max(cd, v[kMem]), std::max(v[kMem + 1], v[kMem + 2])) + v[kOvh];
+        const double ci = v[kIdeal + kMat] + v[kIdeal + kOther];
+        const double ti = std::max(std::max(ci, v[kIdeal + kMem]), std::max(v[kIdeal + kMem + 1], v[kIdeal + kMem + 2])) +
+                          v[kIdeal + kOvh];
+        seconds += count * td;
+        ideal += count * ti;
+        compute += count * cd;
+        for (std::size_t j = 0; j < OpTimes::kSize; ++j) sum.v[j] += count * v[j];
+    }
+    PhaseSums sums() const {
+        PhaseSums p;
+        p.seconds = seconds;
+        p.ideal_seconds = ideal;
+        p.compute = compute;
+        for (std::size_t i = 0; i < kNumLevels; ++i) p.memory[i] = sum.v[kMem + i];
+        p.overhead = sum.v[kOvh];
+        p.flops = sum.v[kFlops];
+        p.bytes = sum.v[kBytes];
+        return p;
+    }
 };
 
-void add_row(PhaseTotals& tot, const std::string& phase, const PhaseOp& op, double instances, double flops, double bytes,
-             double seconds, const Parts& parts) {
-    for (auto& r : tot.rows)
-        if (r.op == op.name) {
+inline void accumulate(PhaseSums& p, double count, const OpTimes& t, const OpTotal& tot) {
+    p.seconds += count * tot.derated;
+    p.ideal_seconds += count * tot.ideal;
+    p.compute += count * tot.compute;
+    for (std::size_t i = 0; i < kNumLevels; ++i) p.memory[i] += count * t.v[kMem + i];
+    p.overhead += count * t.v[kOvh];
+    p.flops += count * t.v[kFlops];
+    p.bytes += count * t.v[kBytes];
+}
+
+std::string op_bound(const OpTimes& t, double util, bool collective) {
+    const double compute = t.v[kMat] / util + t.v[kOther];
+    const PhaseBound b = bound_code(compute, t.v.data() + kMem, t.v[kOvh]);
+    if (collective && (b == PhaseBound::dram || b == PhaseBound::l2 || b == PhaseBound::sram)) return "interconnect";
+    return phase_bound_names()[static_cast<std::size_t>(b)];
+}
+
+// Breakdown rows of one phase, merged by op name (the first op of a name gives the row its bound).
+struct RowSink {
+    std::vector<BreakdownRow>* rows;
+    std::vector<long> index;  // name id -> row position, -1 before the first
+    const char* phase;
+    RowSink(std::vector<BreakdownRow>* r, std::size_t names, const char* ph)
+        : rows(r), index(r ? names : 0, -1), phase(ph) {}
+    void add(std::uint32_t name, const std::vector<std::string>& names, double instances, double flops, double bytes,
+             double seconds, const std::function<std::string()>& bound) {
+        if (!rows) return;
+        long& at = index[name];
+        if (at >= 0) {
+            BreakdownRow& r = (*rows)[static_cast<std::size_t>(at)];
             r.count += instances;
             r.flops += flops;
             r.bytes += bytes;
             r.seconds += seconds;
             return;
         }
-    tot.rows.push_back({phase, op.name, instances, flops, bytes, seconds, bound_of(parts, op.name == "all_reduce")});
-}
-
-PhaseTotals phase_time(const Context& c, const std::vector<PhaseOp>& ops, Ceilings ceilings, const std::string& phase) {
-    PhaseTotals tot;
-    for (const auto& op : ops) {
-        const Parts p = parts_of(c, op, ceilings);
-        const double s = op.count * p.total();
-        tot.seconds += s;
-        tot.sum.compute += op.count * p.compute;
-        for (std::size_t i = 0; i < kNumLevels; ++i) tot.sum.memory[i] += op.count * p.memory[i];
-        tot.sum.overhead += op.count * p.overhead;
-        tot.flops += op.count * op.cost.flops();
-        tot.bytes += op.count * op.cost.bytes();
-        add_row(tot, phase, op, op.count, op.count * op.cost.flops(), op.count * op.cost.bytes(), s, p);
+        at = static_cast<long>(rows->size());
+        rows->push_back({phase, names[name], instances, flops, bytes, seconds, bound()});
     }
-    return tot;
-}
+};
 
-// Σ_{x=0}^{n-1} max_k (a_k + b_k·x), exactly: split [0, n-1] where the upper envelope changes line.
-double sum_max_affine(const std::vector<std::pair<double, double>>& lines, double n) {
-    if (n <= 0 || lines.empty()) return 0;
-    std::vector<double> cuts{0, n - 1};
-    for (std::size_t i = 0; i < lines.size(); ++i)
-        for (std::size_t j = i + 1; j < lines.size(); ++j) {
-            const double db = lines[i].second - lines[j].second;
+// Σ_{x=0}^{n-1} max_k (a_k + b_k·x), exactly: split [0, n-1] where the upper envelope changes line. The line
+// highest at both ends is highest throughout (a difference of affine functions is affine): one piece.
+double sum_max_affine(const double* a, const double* b, std::size_t k, double n) {
+    if (n <= 0 || k == 0) return 0;
+    const double last = n - 1;
+    std::size_t top = 0;
+    for (std::size_t i = 1; i < k; ++i)
+        if (a[i] > a[top]) top = i;
+    bool dominates = true;
+    for (std::size_t i = 0; i < k && dominates; ++i) dominates = !(a[i] + b[i] * last > a[top] + b[top] * last);
+    if (dominates) return n * a[top] + b[top] * last * n / 2;
+    std::array<double, 2 + 2 * 28> cuts{};  // up to 8 lines: 2 ends + 2 per pair
+    std::size_t nc = 0;
+    cuts[nc++] = 0;
+    cuts[nc++] = last;
+    for (std::size_t i = 0; i < k && i < 8; ++i)
+        for (std::size_t j = i + 1; j < k && j < 8; ++j) {
+            const double db = b[i] - b[j];
             if (db == 0) continue;
-            const double x = (lines[j].first - lines[i].first) / db;
-            if (x > 0 && x < n - 1) cuts.push_back(std::floor(x)), cuts.push_back(std::floor(x) + 1);
+            const double x = (a[j] - a[i]) / db;
+            if (x > 0 && x < last) {
+                cuts[nc++] = std::floor(x);
+                cuts[nc++] = std::floor(x) + 1;
+            }
         }
-    std::sort(cuts.begin(), cuts.end());
-    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    std::sort(cuts.begin(), cuts.begin() + static_cast<std::ptrdiff_t>(nc));
+    nc = static_cast<std::size_t>(std::unique(cuts.begin(), cuts.begin() + static_cast<std::ptrdiff_t>(nc)) - cuts.begin());
     double total = 0, lo = 0;
-    for (std::size_t k = 0; k < cuts.size(); ++k) {
-        const double hi = cuts[k];
+    for (std::size_t c = 0; c < nc; ++c) {
+        const double hi = cuts[c];
         if (hi < lo) continue;
         const double mid = (lo + hi) / 2;
         std::size_t best = 0;
-        for (std::size_t i = 1; i < lines.size(); ++i)
-            if (lines[i].first + lines[i].second * mid > lines[best].first + lines[best].second * mid) best = i;
+        for (std::size_t i = 1; i < k; ++i)
+            if (a[i] + b[i] * mid > a[best] + b[best] * mid) best = i;
         const double count = hi - lo + 1;
-        total += count * lines[best].first + lines[best].second * (lo + hi) * count / 2;
+        total += count * a[best] + b[best] * (lo + hi) * count / 2;
         lo = hi + 1;
     }
     return total;
 }
 
-// Decode steps at contexts c0..c1 (each step: one new token per sequence, attending c tokens), in closed form:
-// every op's components are affine in c between sliding-window boundaries, and the sum of a max of affine
-// functions over an integer range is summed piecewise.
-PhaseTotals decode_time(const Context& c, double batch, double c0, double c1, Ceilings ceilings) {
-    PhaseTotals tot;
-    if (c1 < c0) return tot;
-    std::set<double> breaks;
-    for (double w : c.model.arch.window)
-        if (w > 0 && w >= c0 && w < c1) breaks.insert(w);
-    std::vector<std::pair<double, double>> segments;
-    double lo = c0;
-    for (double w : breaks) {
-        segments.push_back({lo, w});
-        lo = w + 1;
-    }
-    segments.push_back({lo, c1});
-    for (const auto& [s0, s1] : segments) {
-        const double n = s1 - s0 + 1;
-        const auto ops0 = forward_ops(c.model, c.formats, batch, 1, s0 - 1, c.opt);
-        std::vector<PhaseOp> ops1;
-        bool aligned = false;
-        if (n > 1) {
-            ops1 = forward_ops(c.model, c.formats, batch, 1, s0, c.opt);
-            aligned = ops1.size() == ops0.size();
-            for (std::size_t i = 0; aligned && i < ops0.size(); ++i)
-                aligned = ops0[i].name == ops1[i].name && ops0[i].count == ops1[i].count;
-        }
-        if (n > 1 && !aligned) {  // a structure change inside the segment: sum step by step
-            for (double x = s0; x <= s1; ++x) {
-                PhaseTotals step = phase_time(c, forward_ops(c.model, c.formats, batch, 1, x - 1, c.opt), ceilings, "decode");
-                tot.seconds += step.seconds;
-                tot.flops += step.flops;
-                tot.bytes += step.bytes;
-                tot.sum.compute += step.sum.compute;
-                for (std::size_t i = 0; i < kNumLevels; ++i) tot.sum.memory[i] += step.sum.memory[i];
-                tot.sum.overhead += step.sum.overhead;
-                for (const auto& r : step.rows) {
-                    PhaseOp tmp{r.op, {}, 1, 0};
-                    add_row(tot, "decode", tmp, r.count, r.flops, r.bytes, r.seconds, Parts{});
-                }
-            }
-            continue;
-        }
-        for (std::size_t i = 0; i < ops0.size(); ++i) {
-            const PhaseOp& op = ops0[i];
-            const Parts p0 = parts_of(c, op, ceilings);
-            const Parts p1 = n > 1 ? parts_of(c, ops1[i], ceilings) : p0;
-            std::vector<std::pair<double, double>> lines{{p0.compute, p1.compute - p0.compute}};
-            for (std::size_t k = 0; k < kNumLevels; ++k) lines.push_back({p0.memory[k], p1.memory[k] - p0.memory[k]});
-            const double seconds = op.count * (sum_max_affine(lines, n) + n * p0.overhead);
-            const double arith = n * (n - 1) / 2;  // Σ x for x = 0..n-1
-            const double f0 = op.cost.flops(), f1 = n > 1 ? ops1[i].cost.flops() : f0;
-            const double b0 = op.cost.bytes(), b1 = n > 1 ? ops1[i].cost.bytes() : b0;
-            const double flops = op.count * (n * f0 + (f1 - f0) * arith);
-            const double bytes = op.count * (n * b0 + (b1 - b0) * arith);
-            tot.seconds += seconds;
-            tot.flops += flops;
-            tot.bytes += bytes;
-            tot.sum.compute += op.count * (n * p0.compute + (p1.compute - p0.compute) * arith);
-            for (std::size_t k = 0; k < kNumLevels; ++k)
-                tot.sum.memory[k] += op.count * (n * p0.memory[k] + (p1.memory[k] - p0.memory[k]) * arith);
-            tot.sum.overhead += op.count * n * p0.overhead;
-            add_row(tot, "decode", op, op.count * n, flops, bytes, seconds, p0);
-        }
-    }
-    return tot;
-}
-
-double memory_total(const Context& c, double batch, double prompt, double gen, MemoryUse* out) {
-    const Architecture& a = c.model.arch;
-    const double tp = c.opt.tensor_parallel;
-    MemoryUse m;
-    double w = 0;
-    for (const auto& f : c.formats) w += f.bytes;
-    m.weights = w / tp;
-    m.kv_cache = kv_cache_bytes(a, batch, prompt + gen, c.opt.kv) / tp;
-    const double rows = batch * std::max(1.0, prompt);
-    const double widest = std::max({a.q_dim() + 2 * a.kv_dim(), (a.mlp == MlpKind::gated ? 2.0 : 1.0) * a.ffn,
-                                    2.0 * a.expert_ffn * std::max(1, a.n_expert_used)});
-    double act = rows * (2 * a.hidden + widest / tp) * c.opt.activation.bytes_per_element();
-    if (c.opt.attention == ops::AttentionKind::standard && prompt > 1)
-        act += batch * (a.n_head / tp) * prompt * prompt * c.opt.activation.bytes_per_element() * 2;  // S and P
-    act += (c.opt.logits_last_token_only ? batch : rows) * a.vocab * 4.0;  // f32 logits
-    m.activations = act;
-    m.overhead = c.eng.runtime_overhead_bytes;
-    m.total = m.weights + m.kv_cache + m.activations + m.overhead;
-    m.capacity = c.device.capacity(Level::dram);
-    m.fits = m.total <= m.capacity;
-    if (out) *out = m;
-    return m.total;
-}
-
 void check_workload(const Workload& w) {
-    check_count("batch", w.batch);
-    if (w.batch < 1) throw InvalidArgument("batch must be >= 1, got " + std::to_string(w.batch));
-    check_count("prompt_tokens", w.prompt_tokens);
-    check_count("gen_tokens", w.gen_tokens);
-    if (w.prompt_tokens + w.gen_tokens < 1)
-        throw InvalidArgument("prompt_tokens + gen_tokens must be >= 1 (nothing to estimate), got 0");
+    EstimatePlan::check_point(w.batch, w.prompt_tokens, w.gen_tokens);
     if (w.tensor_parallel < 1 || w.tensor_parallel > 1024)
         throw InvalidArgument("tensor_parallel must be within [1, 1024], got " + std::to_string(w.tensor_parallel));
     if (w.draft) {
         check_count("draft_tokens", w.draft_tokens);
-        if (w.draft_tokens < 1) throw InvalidArgument("draft_tokens (gamma) must be >= 1 with a draft model");
+        if (w.draft_tokens < 1 || w.draft_tokens > 1024)
+            throw InvalidArgument("draft_tokens (gamma) must be within [1, 1024] with a draft model, got " +
+                                  std::to_string(w.draft_tokens));
         check_range("acceptance", w.acceptance, 0.0, 1.0);
+    }
+}
+
+// Decode attention of one slot over contexts c0..c1 in closed form: its time components are affine in the
+// context up to the slot's window and constant beyond it.
+struct AttentionSum {
+    double seconds = 0, ideal_seconds = 0, compute = 0, overhead = 0, flops = 0, bytes = 0;
+    std::array<double, kNumLevels> memory{};
+    OpTimes first;  // one step at c0
+};
+
+// base + x × per_row (+ y × extra), in one pass.
+inline void affine(OpTimes& t, const OpTimes& base, double x, const OpTimes& per_x) {
+    for (std::size_t j = 0; j < OpTimes::kSize; ++j) t.v[j] = base.v[j] + x * per_x.v[j];
+}
+inline void affine(OpTimes& t, const OpTimes& base, double x, const OpTimes& per_x, double y, const OpTimes& per_y) {
+    for (std::size_t j = 0; j < OpTimes::kSize; ++j) t.v[j] = base.v[j] + x * per_x.v[j] + y * per_y.v[j];
+}
+
+// Utilizations of tiled linear slots, computed once per group (output features) and rows within one phase.
+struct UtilCache {
+    static constexpr std::size_t kGroups = 16;
+    std::array<double, kGroups> rows{}, util{};
+    UtilCache() { rows.fill(-1); }
+    double get(const EstimatePlan::Slot& s, const PhaseOptions& options, double r) {
+        if (s.group >= kGroups) return linear_utilization(s.op, options, r);
+        if (rows[s.group] != r) {
+            rows[s.group] = r;
+            util[s.group] = linear_utilization(s.op, options, r);
+        }
+        return util[s.group];
+    }
+};
+
+// A slot other than attention at `rows` rows; `util` gets the utilization its matrix compute is divided by.
+inline void slot_times(OpTimes& t, const EstimatePlan::Slot& s, const PhaseOptions& options, double rows, double& util,
+                       UtilCache& cache) {
+    util = 1;
+    switch (s.op.kind) {
+        case SlotKind::linear:
+            if (rows <= options.gemv_max_rows) {
+                affine(t, s.base, rows, s.per_row);
+            } else {
+                affine(t, s.tiled_base, rows, s.tiled_row, linear_extra_dequant_passes(s.op, options, rows), s.tiled_pass);
+                util = cache.get(s, options, rows);
+            }
+            break;
+        case SlotKind::moe:
+            affine(t, s.base, rows * s.op.top_k, s.per_row, ops::expected_active_experts(s.op.experts, s.op.top_k, rows), s.extra);
+            break;
+        default:  // rows, all_reduce
+            affine(t, s.base, rows, s.per_row);
+            break;
     }
 }
 
 }  // namespace
 
+// -------------------------------------------------------------------------------------------------------------
+// EstimatePlan
+
+const std::vector<std::string>& phase_bound_names() {
+    static const std::vector<std::string> names = {"", "none", "compute", "memory:dram", "memory:l2", "memory:sram", "overhead"};
+    return names;
+}
+
+void EstimatePlan::check_point(double batch, double prompt, double gen) {
+    // Upper bounds far beyond any deployment, low enough that the ops of any catalogued model stay within
+    // kMaxOpCount and the estimate's searches stay bounded.
+    constexpr double kMaxBatch = 1 << 20, kMaxTokens = 1 << 30;
+    check_count("batch", batch);
+    if (batch < 1) throw InvalidArgument("batch must be >= 1, got " + std::to_string(batch));
+    if (batch > kMaxBatch) throw InvalidArgument("batch must be within [1, 1048576 = 2^20], got " + std::to_string(batch));
+    check_count("prompt_tokens", prompt);
+    check_count("gen_tokens", gen);
+    if (prompt + gen < 1) throw InvalidArgument("prompt_tokens + gen_tokens must be >= 1 (nothing to estimate), got 0");
+    if (prompt + gen > kMaxTokens)
+        throw InvalidArgument("prompt_tokens + gen_tokens (the context) must be at most 1073741824 = 2^30, got " +
+                              std::to_string(prompt) + " + " + std::to_string(gen));
+}
+
+EstimatePlan::EstimatePlan(const Model& model, const Device& device, const PlanConfig& config,
+                           const std::vector<TensorFormat>* formats) {
+    if (config.tensor_parallel < 1 || config.tensor_parallel > 1024)
+        throw InvalidArgument("tensor_parallel must be within [1, 1024], got " + std::to_string(config.tensor_parallel));
+    Context c = make_context(model, device, config.quant, config.kv_dtype, config.flash_attention, config.engine,
+                             config.tensor_parallel, formats);
+    model_id_ = model.arch.id;
+    device_id_ = device.id;
+    engine_name_ = c.eng.name;
+    config_ = config;
+    arch_ = model.arch;
+    device_ = std::move(c.device);
+    engine_ = c.eng;
+    options_ = c.opt;
+    interconnect_Bps_ = c.interconnect_Bps;
+    parameters_ = model.parameters();
+    for (const auto& f : c.formats) weight_bytes_ += f.bytes;
+    dram_bandwidth_ = device.bandwidth(Level::dram);
+    capacity_ = device.capacity(Level::dram);
+
+    const std::vector<OpSlot> ops = forward_slots(model, c.formats, options_);
+    slots_.reserve(ops.size());
+    const double tp = options_.tensor_parallel;
+    for (const OpSlot& op : ops) {
+        Slot s;
+        s.op = op;
+        auto found = std::find(names_.begin(), names_.end(), op.name);
+        s.name = static_cast<std::uint32_t>(found - names_.begin());
+        if (found == names_.end()) names_.push_back(op.name);
+        auto at = [&](const OpSlot& o, double batch, double tokens, double past) {
+            return times_of(slot_cost(o, options_, batch, tokens, past), device_);
+        };
+        switch (op.kind) {
+            case SlotKind::rows:
+                s.base = at(op, 0, 1, 0);
+                s.per_row = minus(at(op, 1, 1, 0), s.base);
+                break;
+            case SlotKind::all_reduce:
+                for (std::size_t k = 0; k < 2; ++k) {
+                    const Ceilings ceil = k == 0 ? Ceilings::derated : Ceilings::ideal;
+                    const Parts p = all_reduce_parts(tp, engine_.collective_latency_s, interconnect_Bps_, op.bytes_per_row, ceil);
+                    s.base.v[kOffsets[k] + kOvh] = p.overhead;
+                    s.per_row.v[kOffsets[k] + kMem] = p.memory[0];
+                }
+                break;
+            case SlotKind::linear: {
+                std::uint32_t g = 0;
+                for (; g < groups_; ++g) {
+                    const auto it = std::find_if(slots_.begin(), slots_.end(), [&](const Slot& o) {
+                        return o.op.kind == SlotKind::linear && o.group == g;
+                    });
+                    if (it != slots_.end() && it->op.n == op.n && it->op.per_sequence == op.per_sequence) break;
+                }
+                if (g == groups_) ++groups_;
+                s.group = g;
+                s.base = times_of(linear_gemm(op, options_, 0, Unit::vector), device_);
+                s.per_row = minus(times_of(linear_gemm(op, options_, 1, Unit::vector), device_), s.base);
+                s.tiled_base = times_of(linear_gemm(op, options_, 0, Unit::matrix), device_);
+                s.tiled_row = minus(times_of(linear_gemm(op, options_, 1, Unit::matrix), device_), s.tiled_base);
+                s.tiled_pass = times_of(linear_dequant_pass(op, options_), device_);
+                break;
+            }
+            case SlotKind::moe: {
+                // one expert picked by every token: 1 token routes 1 row to 1 active expert, 2 tokens 2 rows to 1
+                OpSlot one = op;
+                one.experts = 1;
+                one.top_k = 1;
+                s.base = at(one, 0, 1, 0);
+                const OpTimes t1 = at(one, 1, 1, 0), t2 = at(one, 2, 1, 0);
+                s.per_row = minus(t2, t1);
+                s.extra = minus(minus(t1, s.base), s.per_row);
+                break;
+            }
+            case SlotKind::attention: {
+                OpSlot full = op;  // contexts 1 and 2 inside any window
+                full.window = 0;
+                s.base = at(full, 0, 1, 0);
+                const OpTimes c1 = at(full, 1, 1, 0), c2 = at(full, 1, 1, 1);
+                s.extra = minus(c2, c1);
+                s.per_row = minus(minus(c1, s.base), s.extra);
+                attention_.push_back(slots_.size());
+                break;
+            }
+        }
+        slots_.push_back(std::move(s));
+    }
+
+    // memory
+    for (int l = 0; l < arch_.n_layer; ++l) {
+        const double w = arch_.window.empty() ? 0 : arch_.window[static_cast<std::size_t>(l)];
+        if (w > 0) windows_.push_back({w, 1});
+        else full_layers_ += 1;
+    }
+    std::sort(windows_.begin(), windows_.end());
+    {
+        std::vector<std::pair<double, double>> merged;
+        for (const auto& [w, n] : windows_)
+            if (!merged.empty() && merged.back().first == w) merged.back().second += n;
+            else merged.push_back({w, n});
+        windows_ = std::move(merged);
+    }
+    act_bytes_ = options_.activation.bytes_per_element();
+    kv_bytes_ = options_.kv.bytes_per_element();
+    widest_ = std::max({arch_.q_dim() + 2 * arch_.kv_dim(), (arch_.mlp == MlpKind::gated ? 2.0 : 1.0) * arch_.ffn,
+                        2.0 * arch_.expert_ffn * std::max(1, arch_.n_expert_used)});
+
+    // compute_bound_batch: a decode step's Σ ideal (compute − DRAM) as a function of the batch
+    for (const Slot& s : slots_) {
+        const double n = s.op.count;
+        switch (s.op.kind) {
+            case SlotKind::rows:
+            case SlotKind::all_reduce:
+                cb_vec0_ += n * ideal_balance(s.base);
+                cb_mat0_ += n * ideal_balance(s.base);
+                cb_vec1_ += n * ideal_balance(s.per_row);
+                cb_mat1_ += n * ideal_balance(s.per_row);
+                break;
+            case SlotKind::linear:
+                cb_vec0_ += n * ideal_balance(s.base);
+                cb_vec1_ += n * ideal_balance(s.per_row);
+                cb_mat0_ += n * ideal_balance(s.tiled_base);
+                cb_mat1_ += n * ideal_balance(s.tiled_row);
+                cb_pass_ += n * ideal_balance(s.tiled_pass);
+                break;
+            case SlotKind::moe: {
+                cb_vec0_ += n * ideal_balance(s.base);
+                cb_mat0_ += n * ideal_balance(s.base);
+                cb_vec1_ += n * s.op.top_k * ideal_balance(s.per_row);
+                cb_mat1_ += n * s.op.top_k * ideal_balance(s.per_row);
+                bool merged = false;
+                for (auto& e : cb_active_)
+                    if (e[0] == s.op.experts && e[1] == s.op.top_k) {
+                        e[2] += n * ideal_balance(s.extra);
+                        merged = true;
+                    }
+                if (!merged) cb_active_.push_back({s.op.experts, s.op.top_k, n * ideal_balance(s.extra)});
+                break;
+            }
+            case SlotKind::attention:
+                cb_vec0_ += n * ideal_balance(s.base);
+                cb_mat0_ += n * ideal_balance(s.base);
+                cb_attention_.push_back({s.op.window, n * ideal_balance(s.per_row), n * ideal_balance(s.extra)});
+                break;
+        }
+    }
+}
+
+namespace {
+inline OpTimes decode_attention_times(const EstimatePlan::Slot& s, double batch, double context) {
+    OpTimes per_seq = s.per_row;
+    axpy(per_seq, context, s.extra);
+    OpTimes t = s.base;
+    axpy(t, batch, per_seq);
+    return t;
+}
+
+AttentionSum attention_sum(const EstimatePlan::Slot& s, double batch, double c0, double c1) {
+    AttentionSum r;
+    const double w = s.op.window;
+    struct Segment {
+        double from, to;
+        bool grows;
+    };
+    std::array<Segment, 2> segs{};
+    std::size_t nseg = 0;
+    if (w > 0 && w < c0) {
+        segs[nseg++] = {c0, c1, false};
+    } else if (w > 0 && w < c1) {
+        segs[nseg++] = {c0, w, true};
+        segs[nseg++] = {w + 1, c1, false};
+    } else {
+        segs[nseg++] = {c0, c1, true};
+    }
+    for (std::size_t g = 0; g < nseg; ++g) {
+        const Segment& seg = segs[g];
+        const double m = seg.to - seg.from + 1;
+        const OpTimes v0 = decode_attention_times(s, batch, seg.grows ? seg.from : w);
+        if (g == 0) r.first = v0;
+        OpTimes slope;
+        if (seg.grows) slope = scaled_work(s.extra, batch);
+        const double arith = m * (m - 1) / 2;  // Σ x for x = 0..m-1
+        double sec[2];
+        for (std::size_t k = 0; k < 2; ++k) {
+            const std::size_t o = kOffsets[k];
+            const double a[4] = {v0.v[o + kMat] + v0.v[o + kOther], v0.v[o + kMem], v0.v[o + kMem + 1], v0.v[o + kMem + 2]};
+            const double b[4] = {slope.v[o + kMat] + slope.v[o + kOther], slope.v[o + kMem], slope.v[o + kMem + 1],
+                                 slope.v[o + kMem + 2]};
+            sec[k] = sum_max_affine(a, b, 4, m) + m * v0.v[o + kOvh];
+        }
+        r.seconds += sec[0];
+        r.ideal_seconds += sec[1];
+        r.compute += m * (v0.v[kMat] + v0.v[kOther]) + (slope.v[kMat] + slope.v[kOther]) * arith;
+        for (std::size_t i = 0; i < kNumLevels; ++i) r.memory[i] += m * v0.v[kMem + i] + slope.v[kMem + i] * arith;
+        r.overhead += m * v0.v[kOvh];
+        r.flops += m * v0.v[kFlops] + slope.v[kFlops] * arith;
+        r.bytes += m * v0.v[kBytes] + slope.v[kBytes] * arith;
+    }
+    return r;
+}
+}  // namespace
+
+PhaseSums EstimatePlan::sum_slots(double batch, double tokens, double past, const std::vector<OpTimes>* attention,
+                                  std::vector<BreakdownRow>* breakdown, const char* phase) const {
+    Acc acc;
+    UtilCache cache;
+    RowSink sink(breakdown, names_.size(), phase);
+    std::size_t a = 0;
+    OpTimes t;
+    for (const Slot& s : slots_) {
+        double util = 1;
+        if (s.op.kind == SlotKind::attention) {
+            if (tokens == 1) {
+                const double context = past + 1;
+                t = decode_attention_times(s, batch, s.op.window > 0 ? std::min(context, s.op.window) : context);
+            } else if (attention) {
+                t = scaled_work((*attention)[a], batch);
+            } else {
+                t = scaled_work(times_total_of(slot_cost(s.op, options_, 1, tokens, past), device_), batch);
+            }
+            ++a;
+        } else {
+            slot_times(t, s, options_, slot_rows(s.op, batch, tokens), util, cache);
+        }
+        acc.add(s.op.count, t, util);
+        if (breakdown) {
+            const OpTotal tot = op_total(t, util);
+            sink.add(s.name, names_, s.op.count, s.op.count * t.v[kFlops], s.op.count * t.v[kBytes], s.op.count * tot.derated,
+                     [&] { return op_bound(t, util, s.op.kind == SlotKind::all_reduce); });
+        }
+    }
+    return acc.sums();
+}
+
+std::vector<OpTimes> EstimatePlan::prefill_attention(double prompt) const {
+    std::vector<OpTimes> out;
+    if (prompt <= 1) return out;  // one token: decode attention, affine in the batch
+    out.reserve(attention_.size());
+    for (std::size_t i : attention_) out.push_back(times_total_of(slot_cost(slots_[i].op, options_, 1, prompt, 0), device_));
+    return out;
+}
+
+PhaseSums EstimatePlan::prefill(double batch, double prompt, const std::vector<OpTimes>& attention,
+                                std::vector<BreakdownRow>* breakdown) const {
+    return sum_slots(batch, prompt, 0, prompt > 1 ? &attention : nullptr, breakdown, "prefill");
+}
+
+PhaseSums EstimatePlan::decode_step(double batch) const {
+    Acc acc;
+    UtilCache cache;
+    OpTimes t;
+    for (const Slot& s : slots_) {
+        if (s.op.kind == SlotKind::attention) continue;
+        double util = 1;
+        slot_times(t, s, options_, batch, util, cache);  // one new token per sequence
+        acc.add(s.op.count, t, util);
+    }
+    return acc.sums();
+}
+
+PhaseSums EstimatePlan::decode(double batch, double prompt, double gen, const PhaseSums& step,
+                               std::vector<BreakdownRow>* breakdown) const {
+    PhaseSums d;
+    if (gen <= 0) return d;
+    d.seconds = gen * step.seconds;
+    d.ideal_seconds = gen * step.ideal_seconds;
+    d.compute = gen * step.compute;
+    for (std::size_t i = 0; i < kNumLevels; ++i) d.memory[i] = gen * step.memory[i];
+    d.overhead = gen * step.overhead;
+    d.flops = gen * step.flops;
+    d.bytes = gen * step.bytes;
+    const double c0 = prompt + 1, c1 = prompt + gen;
+    for (std::size_t i : attention_) {
+        const Slot& s = slots_[i];
+        const double n = s.op.count;
+        const AttentionSum a = attention_sum(s, batch, c0, c1);
+        d.seconds += n * a.seconds;
+        d.ideal_seconds += n * a.ideal_seconds;
+        d.compute += n * a.compute;
+        for (std::size_t k = 0; k < kNumLevels; ++k) d.memory[k] += n * a.memory[k];
+        d.overhead += n * a.overhead;
+        d.flops += n * a.flops;
+        d.bytes += n * a.bytes;
+    }
+    if (breakdown) {  // rows in slot order; the numbers above do not depend on them
+        RowSink sink(breakdown, names_.size(), "decode");
+        for (const Slot& s : slots_) {
+            const double n = s.op.count;
+            if (s.op.kind == SlotKind::attention) {
+                const AttentionSum a = attention_sum(s, batch, c0, c1);
+                sink.add(s.name, names_, n * gen, n * a.flops, n * a.bytes, n * a.seconds,
+                         [&] { return op_bound(a.first, 1, false); });
+                continue;
+            }
+            double util = 1;
+            UtilCache cache;
+            OpTimes t;
+            slot_times(t, s, options_, batch, util, cache);
+            const OpTotal tot = op_total(t, util);
+            sink.add(s.name, names_, n * gen, n * gen * t.v[kFlops], n * gen * t.v[kBytes], n * gen * tot.derated,
+                     [&] { return op_bound(t, util, s.op.kind == SlotKind::all_reduce); });
+        }
+    }
+    return d;
+}
+
+PhaseSums EstimatePlan::phase(double batch, double tokens, double past) const {
+    check_count("batch", batch);
+    check_count("tokens", tokens);
+    check_count("past tokens", past);
+    if (batch * tokens == 0) return {};
+    return sum_slots(batch, tokens, past, nullptr, nullptr, "phase");
+}
+
+MemoryUse EstimatePlan::memory(double batch, double prompt, double gen) const {
+    const Architecture& a = arch_;
+    const double tp = options_.tensor_parallel;
+    MemoryUse m;
+    m.weights = weight_bytes_ / tp;
+    const double context = prompt + gen;
+    double per_token_layers = full_layers_ * context;  // kv_cache_bytes, with the layers grouped by window
+    for (const auto& [w, layers] : windows_) per_token_layers += layers * std::min(context, w);
+    m.kv_cache = batch * per_token_layers * 2 * a.kv_dim() * kv_bytes_ / tp;
+    const double rows = batch * std::max(1.0, prompt);
+    double act = rows * (2 * a.hidden + widest_ / tp) * act_bytes_;
+    if (options_.attention == ops::AttentionKind::standard && prompt > 1)
+        act += batch * (a.n_head / tp) * prompt * prompt * act_bytes_ * 2;  // S and P
+    act += (options_.logits_last_token_only ? batch : rows) * a.vocab * 4.0;  // f32 logits
+    m.activations = act;
+    m.overhead = engine_.runtime_overhead_bytes;
+    m.total = m.weights + m.kv_cache + m.activations + m.overhead;
+    m.capacity = capacity_;
+    m.fits = m.total <= m.capacity;
+    return m;
+}
+
+double EstimatePlan::max_batch(double prompt, double gen) const {
+    const double m1 = memory(1, prompt, gen).total, m2 = memory(2, prompt, gen).total;
+    const double per_seq = m2 - m1, fixed = m1 - per_seq;
+    return per_seq > 0 ? std::max(0.0, std::floor((capacity_ - fixed) / per_seq)) : 0;
+}
+
+double EstimatePlan::max_context(double batch) const {
+    const double capacity = capacity_;
+    double lo = 0, hi = std::max(1.0, arch_.max_context > 0 ? arch_.max_context : 1e7);
+    if (memory(batch, hi, 0).total <= capacity) return hi;
+    while (hi - lo > 1) {
+        const double mid = std::floor((lo + hi) / 2);
+        (memory(batch, mid, 0).total <= capacity ? lo : hi) = mid;
+    }
+    return lo;
+}
+
+double EstimatePlan::compute_bound_batch(double prompt, double gen) const {
+    // a decode step at the mean context, ideal roofline: compute-bound when Σ compute >= Σ DRAM time
+    const double mid = std::max(1.0, std::floor(prompt + (gen + 1) / 2));
+    double per_seq = 0;  // attention, per sequence at this context
+    for (const auto& [w, a0, a1] : cb_attention_) per_seq += a0 + (w > 0 ? std::min(mid, w) : mid) * a1;
+    auto compute_bound = [&](double b) {
+        double g = b <= options_.gemv_max_rows ? cb_vec0_ + b * cb_vec1_ : cb_mat0_ + b * cb_mat1_;
+        if (b > options_.gemv_max_rows && options_.dequant_tile_rows > 0)
+            g += (std::ceil(b / options_.dequant_tile_rows) - 1) * cb_pass_;
+        for (const auto& [experts, top_k, coef] : cb_active_) g += coef * ops::expected_active_experts(experts, top_k, b);
+        return g + b * per_seq >= 0;
+    };
+    double lo = 1, hi = 1 << 20;
+    if (!compute_bound(hi)) return 0;
+    if (compute_bound(lo)) return 1;
+    while (hi - lo > 1) {
+        const double m = std::floor((lo + hi) / 2);
+        (compute_bound(m) ? hi : lo) = m;
+    }
+    return hi;
+}
+
+EstimateRow EstimatePlan::assemble(double batch, double prompt, double gen, const PhaseSums& pre, const PhaseSums& dec,
+                                   double max_context, double compute_bound_batch, double max_batch) const {
+    EstimateRow r;
+    r.batch = batch;
+    r.prompt_tokens = prompt;
+    r.gen_tokens = gen;
+    if (prompt > 0) {
+        r.prefill_s = pre.seconds;
+        r.prefill_tokens_per_s = batch * prompt / pre.seconds;
+        r.ceiling_prefill = batch * prompt / pre.ideal_seconds;
+        r.prefill_bound = bound_code(pre.compute, pre.memory.data(), pre.overhead);
+    }
+    if (gen > 0) {
+        r.decode_s = dec.seconds;
+        r.decode_tokens_per_s = gen / dec.seconds;
+        r.decode_tokens_per_s_total = batch * gen / dec.seconds;
+        r.ceiling_decode = gen / dec.ideal_seconds;
+        r.decode_bound = bound_code(dec.compute, dec.memory.data(), dec.overhead);
+        r.decode_intensity = dec.bytes > 0 ? dec.flops / dec.bytes : 0;
+    }
+    r.ceiling_decode_weights = weight_bytes_ > 0 ? dram_bandwidth_ / (weight_bytes_ / options_.tensor_parallel) : 0.0;
+    r.ttft_s = r.prefill_s;
+    if (prompt == 0 && gen > 0) r.ttft_s = r.decode_s / gen;
+    r.total_s = r.prefill_s + r.decode_s;
+    r.memory = memory(batch, prompt, gen);
+    r.max_batch = max_batch;
+    r.max_context = max_context;
+    r.compute_bound_batch = compute_bound_batch;
+    return r;
+}
+
+EstimateRow EstimatePlan::evaluate(double batch, double prompt, double gen, std::vector<BreakdownRow>* breakdown) const {
+    check_point(batch, prompt, gen);
+    PhaseSums pre, dec;
+    if (prompt > 0) pre = prefill(batch, prompt, prefill_attention(prompt), breakdown);
+    if (gen > 0) dec = decode(batch, prompt, gen, decode_step(batch), breakdown);
+    return assemble(batch, prompt, gen, pre, dec, max_context(batch), compute_bound_batch(prompt, gen), max_batch(prompt, gen));
+}
+
+Estimate EstimatePlan::estimate(double batch, double prompt, double gen, bool breakdown) const {
+    Estimate e;
+    const EstimateRow r = evaluate(batch, prompt, gen, breakdown ? &e.breakdown : nullptr);
+    e.model = model_id_;
+    e.quant = config_.quant;
+    e.device = device_id_;
+    e.engine = engine_name_;
+    e.parameters = parameters_;
+    e.weight_bytes = weight_bytes_;
+    e.bits_per_weight = bits_per_weight();
+    e.batch = r.batch;
+    e.prompt_tokens = r.prompt_tokens;
+    e.gen_tokens = r.gen_tokens;
+    e.tensor_parallel = config_.tensor_parallel;
+    e.prefill_s = r.prefill_s;
+    e.prefill_tokens_per_s = r.prefill_tokens_per_s;
+    e.ttft_s = r.ttft_s;
+    e.decode_s = r.decode_s;
+    e.decode_tokens_per_s = r.decode_tokens_per_s;
+    e.decode_tokens_per_s_total = r.decode_tokens_per_s_total;
+    e.total_s = r.total_s;
+    e.prefill_bound = phase_bound_names()[static_cast<std::size_t>(r.prefill_bound)];
+    e.decode_bound = phase_bound_names()[static_cast<std::size_t>(r.decode_bound)];
+    e.ceiling_decode_weights = r.ceiling_decode_weights;
+    e.ceiling_decode = r.ceiling_decode;
+    e.ceiling_prefill = r.ceiling_prefill;
+    e.decode_intensity = r.decode_intensity;
+    e.compute_bound_batch = r.compute_bound_batch;
+    e.memory = r.memory;
+    e.max_batch = r.max_batch;
+    e.max_context = r.max_context;
+    return e;
+}
+
+std::vector<TensorFormat> EstimatePlan::formats_for(const Model& model, const std::string& quant) {
+    return tensor_formats_for(model, quant);
+}
+
 Estimate estimate(const Model& model, const Device& device, const Workload& w) {
     check_workload(w);
-    const Context c = make_context(model, device, w.quant, w.kv_dtype, w.flash_attention, w.engine, w.tensor_parallel);
-    Estimate e;
-    e.model = model.arch.id;
-    e.quant = w.quant;
-    e.device = device.id;
-    e.engine = c.eng.name;
-    e.parameters = model.parameters();
-    for (const auto& f : c.formats) e.weight_bytes += f.bytes;
-    e.bits_per_weight = e.parameters > 0 ? 8 * e.weight_bytes / e.parameters : 0;
-    e.batch = w.batch;
-    e.prompt_tokens = w.prompt_tokens;
-    e.gen_tokens = w.gen_tokens;
-    e.tensor_parallel = w.tensor_parallel;
+    const EstimatePlan plan(model, device, PlanConfig{w.quant, w.kv_dtype, w.flash_attention, w.engine, w.tensor_parallel});
+    Estimate e = plan.estimate(w.batch, w.prompt_tokens, w.gen_tokens, true);
     const double B = w.batch, P = w.prompt_tokens, n = w.gen_tokens;
-
-    // Prefill
-    if (P > 0) {
-        const auto ops = forward_ops(model, c.formats, B, P, 0, c.opt);
-        PhaseTotals pre = phase_time(c, ops, Ceilings::derated, "prefill");
-        const PhaseTotals ideal = phase_time(c, ops, Ceilings::ideal, "prefill");
-        e.prefill_s = pre.seconds;
-        e.prefill_tokens_per_s = B * P / pre.seconds;
-        e.ceiling_prefill = B * P / ideal.seconds;
-        e.prefill_bound = bound_of(pre.sum, false);
-        for (auto& r : pre.rows) e.breakdown.push_back(r);
-    }
-    // Decode: n steps at contexts P+1 .. P+n
-    if (n > 0) {
-        PhaseTotals dec = decode_time(c, B, P + 1, P + n, Ceilings::derated);
-        const PhaseTotals ideal = decode_time(c, B, P + 1, P + n, Ceilings::ideal);
-        e.decode_s = dec.seconds;
-        e.decode_tokens_per_s = n / dec.seconds;
-        e.decode_tokens_per_s_total = B * n / dec.seconds;
-        e.ceiling_decode = n / ideal.seconds;
-        e.decode_bound = bound_of(dec.sum, false);
-        e.decode_intensity = dec.bytes > 0 ? dec.flops / dec.bytes : 0;
-        for (auto& r : dec.rows) e.breakdown.push_back(r);
-    }
-    e.ceiling_decode_weights = device.bandwidth(Level::dram) / (e.weight_bytes / w.tensor_parallel);
-    e.ttft_s = e.prefill_s;
-    if (P == 0 && n > 0) e.ttft_s = e.decode_s / n;
-
     // Speculative decoding: γ draft steps, then one target pass over γ + 1 tokens, at the mean context.
     if (w.draft && n > 0) {
         const double gamma = w.draft_tokens, alpha = w.acceptance;
         const double tau = alpha >= 1 ? gamma + 1 : (1 - std::pow(alpha, gamma + 1)) / (1 - alpha);
         const double mid = std::floor(P + (n + 1) / 2);
-        const Context dc = make_context(*w.draft, device, w.draft_quant.empty() ? w.quant : w.draft_quant, w.kv_dtype,
-                                        w.flash_attention, w.engine, 1);
-        const double draft_step = phase_time(dc, forward_ops(*w.draft, dc.formats, B, 1, mid - 1, dc.opt), Ceilings::derated, "draft").seconds;
-        const double verify = phase_time(c, forward_ops(model, c.formats, B, gamma + 1, mid - 1, c.opt), Ceilings::derated, "verify").seconds;
+        const EstimatePlan draft(*w.draft, device,
+                                 PlanConfig{w.draft_quant.empty() ? w.quant : w.draft_quant, w.kv_dtype, w.flash_attention, w.engine, 1});
+        const double draft_step = draft.phase(B, 1, mid - 1).seconds;
+        const double verify = plan.phase(B, gamma + 1, mid - 1).seconds;
         const double cycle = gamma * draft_step + verify;
         e.speculative_tokens_per_cycle = tau;
         e.decode_tokens_per_s = tau / cycle;
         e.decode_tokens_per_s_total = B * tau / cycle;
         e.decode_s = n / e.decode_tokens_per_s;
-    }
-    e.total_s = e.prefill_s + e.decode_s;
-
-    // Memory
-    memory_total(c, B, P, n, &e.memory);
-    const double m1 = memory_total(c, 1, P, n, nullptr), m2 = memory_total(c, 2, P, n, nullptr);
-    const double per_seq = m2 - m1, fixed = m1 - per_seq;
-    e.max_batch = per_seq > 0 ? std::max(0.0, std::floor((e.memory.capacity - fixed) / per_seq)) : 0;
-    {
-        double lo = 0, hi = std::max(1.0, model.arch.max_context > 0 ? model.arch.max_context : 1e7);
-        if (memory_total(c, B, hi, 0, nullptr) <= e.memory.capacity) lo = hi;
-        else
-            while (hi - lo > 1) {
-                const double mid = std::floor((lo + hi) / 2);
-                (memory_total(c, B, mid, 0, nullptr) <= e.memory.capacity ? lo : hi) = mid;
-            }
-        e.max_context = lo;
-    }
-    // Batch at which a decode step turns compute-bound (ideal roofline, mean context)
-    {
-        const double mid = std::max(1.0, std::floor(P + (n + 1) / 2));
-        auto compute_bound = [&](double b) {
-            const PhaseTotals t = phase_time(c, forward_ops(model, c.formats, b, 1, mid - 1, c.opt), Ceilings::ideal, "decode");
-            return t.sum.compute >= t.sum.memory[0];
-        };
-        double lo = 1, hi = 1 << 20;
-        if (!compute_bound(hi)) e.compute_bound_batch = 0;
-        else if (compute_bound(lo)) e.compute_bound_batch = 1;
-        else {
-            while (hi - lo > 1) {
-                const double m = std::floor((lo + hi) / 2);
-                (compute_bound(m) ? hi : lo) = m;
-            }
-            e.compute_bound_batch = hi;
-        }
+        e.total_s = e.prefill_s + e.decode_s;
     }
     return e;
 }
@@ -499,6 +997,8 @@ Device calibrate_efficiency(const Device& device, const std::vector<ThroughputMe
         const auto& p = points[i];
         if (!p.model) throw InvalidArgument("measurement " + std::to_string(i) + " has no model");
         check_size("measurement " + std::to_string(i) + " tokens_per_s", p.tokens_per_s, true);
+        check_count("measurement " + std::to_string(i) + " batch", p.batch);
+        if (p.batch < 1) throw InvalidArgument("measurement " + std::to_string(i) + " batch must be >= 1, got " + std::to_string(p.batch));
         check_count("measurement " + std::to_string(i) + " prompt_tokens", p.prompt_tokens);
         check_count("measurement " + std::to_string(i) + " gen_tokens", p.gen_tokens);
         if (p.prompt_tokens + p.gen_tokens < 1)
@@ -561,8 +1061,8 @@ Device calibrate_efficiency(const Device& device, const std::vector<ThroughputMe
             b(rows + k) = kPrior;
         }
         Eigen::Vector3d next = A.colPivHouseholderQr().solve(b);
-        next(0) = std::max(next(0), 1.0);  // efficiencies cannot exceed 1
-        next(2) = std::max(next(2), 1.0);
+        next(0) = std::clamp(next(0), 1.0, 1e3);  // efficiencies within [0.001, 1], as a device file allows
+        next(2) = std::clamp(next(2), 1.0, 1e3);
         next(1) = std::max(next(1), 0.0);
         rep.iterations = it + 1;
         const bool done = (next - x).cwiseAbs().maxCoeff() < 1e-9 * std::max(1.0, x.cwiseAbs().maxCoeff());

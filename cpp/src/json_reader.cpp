@@ -1,6 +1,7 @@
 #include "json_reader.hpp"
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -18,11 +19,16 @@ nlohmann::json parse_json_text(std::string_view text, std::string_view origin) {
     try {
         return nlohmann::json::parse(text.begin(), text.end());
     } catch (const nlohmann::json::exception& e) {
-        throw InvalidArgument(std::string(origin) + ": not valid JSON: " + e.what());
+        // "[json.exception.parse_error.101] parse error at line 1, column 5: ..." without the library's tag
+        std::string what = e.what();
+        if (what.rfind("[json.exception.", 0) == 0 && what.find("] ") != std::string::npos) what = what.substr(what.find("] ") + 2);
+        throw InvalidArgument(std::string(origin) + ": not valid JSON: " + what);
     }
 }
 
 std::string read_text_file(const std::string& path, std::size_t max_bytes) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) throw FileError("cannot open '" + path + "': it is a directory, not a file");
     std::ifstream in(path, std::ios::binary);
     if (!in) throw FileError("cannot open '" + path + "': no such file or not readable");
     in.seekg(0, std::ios::end);

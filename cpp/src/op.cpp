@@ -2,7 +2,9 @@
 
 #include "roofline/errors.hpp"
 
+#include <cmath>
 #include <limits>
+#include <sstream>
 
 namespace roofline {
 
@@ -30,13 +32,29 @@ double OpCost::arithmetic_intensity(Level l) const {
     return f > 0 ? std::numeric_limits<double>::infinity() : 0.0;
 }
 
+namespace {
+// A count an op builder produced from its sizes: finite, >= 0 and at most kMaxOpCount, else the sizes were absurd
+// and their product overflowed ("gemm: 2.658e+36 FLOPs exceed 1e+30 ...").
+double check_op_count(const std::string& op, const char* what, double n) {
+    const std::string who = op.empty() ? std::string("op") : op;
+    if (n > kMaxOpCount) {
+        std::ostringstream os;
+        os.precision(4);
+        os << who << ": " << n << " " << what << " exceed " << kMaxOpCount
+           << ", the most one operator may count; its sizes are too large (their product overflows)";
+        throw InvalidArgument(os.str());
+    }
+    return check_size(who + " " + what, n);
+}
+}  // namespace
+
 void OpCost::add_flops(Unit unit, DType format, double n, double utilization) {
-    check_size("flops", n);
+    check_op_count(name, "FLOPs", n);
     check_range("utilization", utilization, 1e-9, 1.0);
     if (n == 0) return;
     for (auto& t : flop_terms) {
         if (t.unit == unit && t.format == format && t.utilization == utilization) {
-            t.flops += n;
+            t.flops = check_op_count(name, "FLOPs", t.flops + n);
             return;
         }
     }
@@ -51,8 +69,10 @@ void OpCost::set_utilization(Unit unit, double utilization) {
 
 void OpCost::add_level(Level l, double read, double written) {
     const auto i = static_cast<std::size_t>(l);
-    bytes_read[i] += check_size("bytes read", read);
-    bytes_written[i] += check_size("bytes written", written);
+    bytes_read[i] += check_op_count(name, "bytes read", read);
+    bytes_written[i] += check_op_count(name, "bytes written", written);
+    check_op_count(name, "bytes read", bytes_read[i]);
+    check_op_count(name, "bytes written", bytes_written[i]);
 }
 
 void OpCost::add_dram(double read, double written) {

@@ -1,8 +1,11 @@
 #include "roofline/roofline.hpp"
 
+#include "roofline/errors.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
 
 namespace roofline {
 
@@ -58,6 +61,21 @@ Timing evaluate(const OpCost& op, const Device& device, Ceilings ceilings) {
     t.seconds = slowest + t.overhead_seconds;
     t.achieved_flops = t.seconds > 0 ? t.flops / t.seconds : 0.0;
     return t;
+}
+
+double attainable_flops(const Device& device, double intensity, DType format, Level level, Unit unit,
+                        Ceilings ceilings) {
+    if (std::isnan(intensity) || intensity < 0)
+        throw InvalidArgument("attainable_flops: intensity must be >= 0 FLOP/byte, got " + std::to_string(intensity));
+    double peak = device.peak_flops(format, unit);
+    double bw = device.bandwidth(level);
+    if (ceilings == Ceilings::derated) {
+        const ComputePeak* p = device.find_peak(format, unit);
+        if (p && !p->measured) peak *= device.efficiency.compute;
+        if (level == Level::dram && !device.level(level).measured) bw *= device.efficiency.dram_bandwidth;
+    }
+    if (std::isinf(intensity)) return peak;
+    return std::min(peak, intensity * bw);
 }
 
 }  // namespace roofline

@@ -19,7 +19,7 @@ namespace roofline {
 namespace {
 
 const std::vector<std::string> kModelTypes = {"llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe",
-                                              "gemma", "gemma2", "gemma3", "gemma3_text", "phi3", "gpt2"};
+                                              "gemma", "gemma2", "gemma3", "gemma3_text", "phi3", "gpt2", "gpt_oss"};
 
 // GPU weight schemes accepted by tensor_formats besides llama.cpp's mixes.
 const std::vector<std::string> kGpuSchemes = {"fp16", "bf16", "fp32", "fp8", "int8", "int8-wo", "int4-g32",
@@ -45,26 +45,64 @@ int count_field(const nlohmann::json& j, const std::string& key, const std::stri
     return static_cast<int>(v);
 }
 
-bool flag(const nlohmann::json& j, const std::string& key, bool fallback) {
+bool flag(const nlohmann::json& j, const std::string& key, bool fallback, const std::string& origin = "config") {
     auto it = j.find(key);
     if (it == j.end() || it->is_null()) return fallback;
-    if (!it->is_boolean()) throw InvalidArgument("field '" + key + "' must be true or false, got " + it->dump());
+    if (!it->is_boolean()) throw InvalidArgument(origin + ": field '" + key + "' must be true or false, got " + it->dump());
     return it->get<bool>();
+}
+
+// A string field (activation names); absent or null: the fallback.
+std::string text(const nlohmann::json& j, const std::string& key, const std::string& origin, const std::string& fallback) {
+    auto it = j.find(key);
+    if (it == j.end() || it->is_null()) return fallback;
+    if (!it->is_string()) throw InvalidArgument(origin + ": field '" + key + "' must be a string, got " + it->dump());
+    return it->get<std::string>();
+}
+
+// Upper bounds on an architecture's sizes: 10-100x the largest published model, low enough that every count built
+// from them (parameters, FLOPs, bytes) stays finite and a hostile config cannot make the readers allocate without
+// bound (one tensor record per layer and role).
+constexpr int kMaxLayers = 10000;
+constexpr int kMaxHeads = 65536;
+constexpr double kMaxHidden = 1 << 20, kMaxHeadDim = 65536, kMaxFfn = 1 << 24, kMaxVocab = 1 << 24;
+constexpr int kMaxExperts = 65536;
+
+std::string num_text(double v) {
+    std::ostringstream os;
+    os.precision(10);
+    os << v;
+    return os.str();
 }
 
 void check_architecture(Architecture& a, const std::string& origin) {
     auto bad = [&](const std::string& what) { throw InvalidArgument(origin + ": " + what); };
+    auto within = [&](const char* name, double v, double lo, double hi) {
+        if (!(v >= lo && v <= hi))
+            bad(std::string(name) + " must be within [" + num_text(lo) + ", " + num_text(hi) + "], got " + num_text(v));
+    };
     if (a.n_layer < 1) bad("num_hidden_layers must be >= 1, got " + std::to_string(a.n_layer));
+    within("num_hidden_layers", a.n_layer, 1, kMaxLayers);
     if (a.n_head < 1) bad("num_attention_heads must be >= 1, got " + std::to_string(a.n_head));
+    within("num_attention_heads", a.n_head, 1, kMaxHeads);
     if (a.n_kv_head < 1 || a.n_kv_head > a.n_head || a.n_head % a.n_kv_head != 0)
         bad("num_key_value_heads (" + std::to_string(a.n_kv_head) + ") must divide num_attention_heads (" +
             std::to_string(a.n_head) + ")");
     if (a.hidden < 1) bad("hidden_size must be >= 1");
-    if (a.head_dim < 1 || std::floor(a.head_dim) != a.head_dim)
-        bad("head_dim must be a whole number >= 1 (hidden_size " + std::to_string(a.hidden) +
-            " / num_attention_heads " + std::to_string(a.n_head) + " when the config has no head_dim)");
+    within("hidden_size", a.hidden, 1, kMaxHidden);
+    if (!(a.head_dim >= 1) || std::floor(a.head_dim) != a.head_dim)
+        bad("head_dim must be a whole number >= 1 (hidden_size " + num_text(a.hidden) +
+            " / num_attention_heads " + std::to_string(a.n_head) + " when the config has no head_dim), got " +
+            num_text(a.head_dim));
+    within("head_dim", a.head_dim, 1, kMaxHeadDim);
     if (a.vocab < 1) bad("vocab_size must be >= 1");
+    within("vocab_size", a.vocab, 1, kMaxVocab);
     if (a.ffn < 1 && a.n_expert == 0) bad("intermediate_size must be >= 1");
+    within("intermediate_size", a.ffn, 0, kMaxFfn);
+    within("the number of experts", a.n_expert, 0, kMaxExperts);
+    within("moe_intermediate_size", a.expert_ffn, 0, kMaxFfn);
+    within("shared_expert_intermediate_size", a.shared_ffn, 0, kMaxFfn);
+    if (a.n_expert > 0 && a.expert_ffn < 1) bad("the experts' intermediate size must be >= 1, got " + num_text(a.expert_ffn));
     if (a.n_expert > 0 && (a.n_expert_used < 1 || a.n_expert_used > a.n_expert))
         bad("num_experts_per_tok must be within [1, " + std::to_string(a.n_expert) + "], got " +
             std::to_string(a.n_expert_used));
@@ -86,7 +124,9 @@ void read_windows(Architecture& a, const nlohmann::json& c) {
     const std::string& t = a.model_type;
     if (t == "qwen2" || t == "qwen3" || t == "qwen3_moe") {
         if (!flag(c, "use_sliding_window", false)) return;
-        const int max_window_layers = static_cast<int>(num(c, "max_window_layers", "config", a.n_layer));
+        // layers from max_window_layers on slide; a value past the last layer leaves every layer global
+        const int max_window_layers =
+            static_cast<int>(std::min<double>(num(c, "max_window_layers", "config", a.n_layer), a.n_layer));
         for (int i = max_window_layers; i < a.n_layer; ++i) a.window[static_cast<std::size_t>(i)] = w;
         return;
     }
@@ -95,7 +135,8 @@ void read_windows(Architecture& a, const nlohmann::json& c) {
         return;
     }
     if (t == "gemma3" || t == "gemma3_text") {  // every pattern-th layer is global
-        const int pattern = static_cast<int>(num(c, "sliding_window_pattern", "config", 6));
+        const int pattern =
+            static_cast<int>(std::min<double>(num(c, "sliding_window_pattern", "config", 6), a.n_layer + 1.0));
         for (int i = 0; i < a.n_layer; ++i)
             if (pattern <= 0 || (i + 1) % pattern != 0) a.window[static_cast<std::size_t>(i)] = w;
         return;
@@ -109,8 +150,11 @@ Architecture architecture_from_config(const nlohmann::json& c, const std::string
     if (mt == c.end() || !mt->is_string()) throw InvalidArgument(origin + ": field 'model_type' is required (a string)");
     Architecture a;
     a.model_type = mt->get<std::string>();
-    if (std::find(kModelTypes.begin(), kModelTypes.end(), a.model_type) == kModelTypes.end())
-        throw InvalidArgument(origin + ": model_type '" + a.model_type + "' is not supported; supported: " + join(kModelTypes));
+    if (std::find(kModelTypes.begin(), kModelTypes.end(), a.model_type) == kModelTypes.end()) {
+        const std::string hint = closest_match(a.model_type, kModelTypes);
+        throw InvalidArgument(origin + ": model_type '" + a.model_type + "' is not supported" +
+                              (hint.empty() ? "" : "; did you mean '" + hint + "'?") + "; supported: " + join(kModelTypes));
+    }
     const std::string& t = a.model_type;
     if (t == "gpt2") {
         a.gguf_arch = "gpt2";
@@ -124,7 +168,7 @@ Architecture architecture_from_config(const nlohmann::json& c, const std::string
         a.norm = NormKind::layernorm;
         a.mlp = MlpKind::plain;
         a.position = PositionKind::learned;
-        a.activation = c.value("activation_function", std::string("gelu_new"));
+        a.activation = text(c, "activation_function", origin, "gelu_new");
         a.tied_embeddings = true;
         a.qkv_bias = a.linear_bias = true;
         a.fused_qkv = true;
@@ -136,19 +180,19 @@ Architecture architecture_from_config(const nlohmann::json& c, const std::string
         a.vocab = num(c, "vocab_size", origin);
         a.max_context = num(c, "max_position_embeddings", origin, 0);
         a.ffn = num(c, "intermediate_size", origin, 0);
-        a.activation = c.value("hidden_act", c.value("hidden_activation", std::string("silu")));
+        a.activation = text(c, "hidden_act", origin, text(c, "hidden_activation", origin, "silu"));
         const bool gemma = t.rfind("gemma", 0) == 0;
-        a.tied_embeddings = flag(c, "tie_word_embeddings", gemma);
-        a.qkv_bias = flag(c, "attention_bias", t == "qwen2");
+        a.tied_embeddings = flag(c, "tie_word_embeddings", gemma, origin);
+        a.qkv_bias = flag(c, "attention_bias", t == "qwen2", origin);
         a.qk_norm = (t == "qwen3" || t == "qwen3_moe" || t == "gemma3" || t == "gemma3_text");
         a.post_norms = (t == "gemma2" || t == "gemma3" || t == "gemma3_text");
         if (t == "phi3") a.fused_qkv = a.fused_gate_up = true;
         static const std::map<std::string, std::string> gguf = {
             {"llama", "llama"}, {"mistral", "llama"}, {"mixtral", "llama"}, {"qwen2", "qwen2"}, {"qwen3", "qwen3"},
             {"qwen3_moe", "qwen3moe"}, {"gemma", "gemma"}, {"gemma2", "gemma2"}, {"gemma3", "gemma3"},
-            {"gemma3_text", "gemma3"}, {"phi3", "phi3"}};
+            {"gemma3_text", "gemma3"}, {"phi3", "phi3"}, {"gpt_oss", "gpt-oss"}};
         a.gguf_arch = gguf.at(t);
-        if (t == "mixtral") {
+        if (t == "mixtral" || t == "gpt_oss") {
             a.n_expert = count_field(c, "num_local_experts", origin);
             a.n_expert_used = count_field(c, "num_experts_per_tok", origin);
             a.expert_ffn = a.ffn;
@@ -161,7 +205,11 @@ Architecture architecture_from_config(const nlohmann::json& c, const std::string
         }
     }
     auto hd = c.find("head_dim");
-    a.head_dim = (hd != c.end() && hd->is_number()) ? hd->get<double>() : a.hidden / a.n_head;
+    a.head_dim = (hd != c.end() && hd->is_number()) ? hd->get<double>() : (a.n_head > 0 ? a.hidden / a.n_head : 0.0);
+    // Before anything is allocated per layer (windows, MoE layers, tensors).
+    if (a.n_layer > kMaxLayers)
+        throw InvalidArgument(origin + ": " + (t == "gpt2" ? "n_layer" : "num_hidden_layers") + " must be within [1, " +
+                              std::to_string(kMaxLayers) + "], got " + std::to_string(a.n_layer));
     if (a.n_layer > 0) read_windows(a, c);
     if (a.n_expert > 0) {
         a.moe_layer.assign(static_cast<std::size_t>(a.n_layer), true);
@@ -255,6 +303,17 @@ bool is_linear_role(const std::string& role) {
 
 std::string lower(std::string_view s) { return to_lower(s); }
 
+// "12" -> 12; not a plain decimal number, or above any layer count: -1 (a tensor outside the blocks).
+int layer_number(const std::string& digits) {
+    if (digits.empty() || digits.size() > 9) return -1;
+    int n = 0;
+    for (char ch : digits) {
+        if (ch < '0' || ch > '9') return -1;
+        n = n * 10 + (ch - '0');
+    }
+    return n;
+}
+
 }  // namespace
 
 std::vector<std::string> supported_model_types() { return kModelTypes; }
@@ -309,21 +368,31 @@ Model Model::from_catalog_entry(std::string_view json_text, std::string_view ori
 Model Model::from_gguf(const GgufFile& f) {
     const std::string arch = f.architecture();
     auto key = [&](const std::string& k) { return arch + "." + k; };
-    auto integer = [&](const std::string& k, double fallback) -> double {
+    // A size from the metadata: a whole number within [0, hi] (per-layer arrays: their first element).
+    auto integer = [&](const std::string& k, double fallback, double hi = 1e12) -> double {
         const GgufValue* v = f.find(key(k));
         if (!v) {
             if (fallback >= 0) return fallback;
             throw InvalidArgument(f.origin + ": metadata key '" + key(k) + "' is required for architecture '" + arch + "'");
         }
-        if (v->is_array()) return static_cast<double>(v->as_int_array().empty() ? 0 : v->as_int_array().front());
-        return v->as_double();
+        double x = 0;
+        if (v->is_array()) {
+            const std::vector<std::int64_t> xs = v->as_int_array();
+            x = xs.empty() ? 0.0 : static_cast<double>(xs.front());
+        } else {
+            x = v->as_double();
+        }
+        if (!(x >= 0 && x <= hi) || std::floor(x) != x)
+            throw InvalidArgument(f.origin + ": metadata key '" + key(k) + "' is " + v->describe() +
+                                  "; it must be a whole number within [0, " + num_text(hi) + "]");
+        return x;
     };
     Model m;
     Architecture& a = m.arch;
     a.gguf_arch = arch;
     static const std::map<std::string, std::string> types = {
         {"llama", "llama"}, {"qwen2", "qwen2"}, {"qwen3", "qwen3"}, {"qwen3moe", "qwen3_moe"}, {"gemma", "gemma"},
-        {"gemma2", "gemma2"}, {"gemma3", "gemma3_text"}, {"phi3", "phi3"}, {"gpt2", "gpt2"}};
+        {"gemma2", "gemma2"}, {"gemma3", "gemma3_text"}, {"phi3", "phi3"}, {"gpt2", "gpt2"}, {"gpt-oss", "gpt_oss"}};
     auto t = types.find(arch);
     if (t == types.end()) {
         std::vector<std::string> names;
@@ -334,15 +403,16 @@ Model Model::from_gguf(const GgufFile& f) {
     if (const GgufValue* v = f.find("general.name"); v && v->is_string()) a.name = v->as_string();
     a.id = a.name.empty() ? arch : a.name;
     a.source = f.origin;
-    a.n_layer = static_cast<int>(integer("block_count", -1));
+    constexpr double kInt = 2147483647;
+    a.n_layer = static_cast<int>(integer("block_count", -1, kMaxLayers));
     a.hidden = integer("embedding_length", -1);
     a.ffn = integer("feed_forward_length", 0);
-    a.n_head = static_cast<int>(integer("attention.head_count", -1));
-    a.n_kv_head = static_cast<int>(integer("attention.head_count_kv", a.n_head));
+    a.n_head = static_cast<int>(integer("attention.head_count", -1, kInt));
+    a.n_kv_head = static_cast<int>(integer("attention.head_count_kv", a.n_head, kInt));
     a.max_context = integer("context_length", 0);
     a.head_dim = integer("attention.key_length", a.n_head > 0 ? a.hidden / a.n_head : 0);
-    a.n_expert = static_cast<int>(integer("expert_count", 0));
-    a.n_expert_used = static_cast<int>(integer("expert_used_count", 0));
+    a.n_expert = static_cast<int>(integer("expert_count", 0, kInt));
+    a.n_expert_used = static_cast<int>(integer("expert_used_count", 0, kInt));
     a.expert_ffn = integer("expert_feed_forward_length", a.ffn);
     const double window = integer("attention.sliding_window", 0);
     if (a.model_type == "gpt2") {
@@ -362,7 +432,9 @@ Model Model::from_gguf(const GgufFile& f) {
         a.vocab = static_cast<double>(emb->shape[1]);
     else
         throw InvalidArgument(f.origin + ": tensor 'token_embd.weight' (2-D) is required");
-    if (a.n_layer < 1 || a.n_layer > 100000) throw InvalidArgument(f.origin + ": " + key("block_count") + " must be within [1, 100000]");
+    if (a.n_layer < 1 || a.n_layer > kMaxLayers)
+        throw InvalidArgument(f.origin + ": " + key("block_count") + " must be within [1, " + std::to_string(kMaxLayers) +
+                              "], got " + std::to_string(a.n_layer));
     a.window.assign(static_cast<std::size_t>(a.n_layer), 0.0);
     if (window > 0) {
         Architecture tmp = a;  // reuse the family patterns of the HF reader
@@ -384,7 +456,7 @@ Model Model::from_gguf(const GgufFile& f) {
         }
         if (base.rfind("blk.", 0) == 0) {
             const auto dot = base.find('.', 4);
-            w.layer = dot == std::string::npos ? -1 : std::atoi(base.substr(4, dot - 4).c_str());
+            w.layer = dot == std::string::npos ? -1 : layer_number(base.substr(4, dot - 4));
             w.role = dot == std::string::npos ? base : base.substr(dot + 1);
             if (w.layer >= 0 && w.layer < a.n_layer && w.role == "ffn_gate_exps")
                 a.moe_layer[static_cast<std::size_t>(w.layer)] = true;
@@ -392,6 +464,13 @@ Model Model::from_gguf(const GgufFile& f) {
             w.role = base;
         }
         for (auto d : tensor.shape) w.shape.push_back(static_cast<double>(d));
+        const bool bias = base.size() != tensor.name.size() && tensor.name.compare(base.size(), 5, ".bias") == 0;
+        if (!bias && (is_linear_role(w.role) || w.role == "ffn_gate_inp") && w.shape.size() < 2) {
+            std::string shape;
+            for (auto d : tensor.shape) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
+            throw InvalidArgument(f.origin + ": tensor '" + tensor.name + "' has shape [" + shape + "]; a '" + w.role +
+                                  "' weight must be a matrix (2 or more dimensions)");
+        }
         m.tensors.push_back(std::move(w));
         m.file_types.push_back(tensor.type);
     }
@@ -471,86 +550,30 @@ double kv_cache_bytes(const Architecture& a, double batch, double context, const
     return batch * per_token_layers * 2 * a.kv_dim() * kv.bytes_per_element();
 }
 
+double kv_cache_bytes_read(const Architecture& a, double batch, double prompt, double gen, const Format& kv) {
+    check_count("batch", batch);
+    check_count("prompt", prompt);
+    check_count("gen", gen);
+    const double last = prompt + gen;
+    // Σ_{c = lo..hi} c for whole numbers lo <= hi; 0 for an empty range.
+    auto sum_range = [](double lo, double hi) { return hi < lo ? 0.0 : (hi - lo + 1) * (lo + hi) / 2; };
+    double token_layers = 0;  // Σ over steps and layers of the tokens each layer's cache holds at that step
+    for (int l = 0; l < a.n_layer; ++l) {
+        const double w = a.window.empty() ? 0 : a.window[static_cast<std::size_t>(l)];
+        if (w <= 0 || w >= last) {
+            token_layers += sum_range(prompt + 1, last);
+        } else {
+            const double capped_from = std::max(prompt + 1, w + 1);  // steps whose context exceeds the window
+            token_layers += sum_range(prompt + 1, std::min(last, w)) + (last - capped_from + 1) * w;
+        }
+    }
+    return batch * token_layers * 2 * a.kv_dim() * kv.bytes_per_element();
+}
+
 // -------------------------------------------------------------------------------------------------------------
 // Phase operators
 
 namespace {
-
-struct Builder {
-    const Model& m;
-    const std::vector<TensorFormat>& formats;
-    const PhaseOptions& opt;
-    double batch, tokens, past;
-    std::vector<PhaseOp> ops;
-    std::map<std::string, std::size_t> index;  // merge identical ops
-
-    double rows() const { return batch * tokens; }
-    double tp() const { return static_cast<double>(opt.tensor_parallel); }
-
-    void push(const std::string& name, OpCost cost, double count = 1) {
-        cost.name = name;
-        std::ostringstream key;
-        key.precision(17);
-        key << name << '|' << cost.launches;
-        for (const auto& t : cost.flop_terms)
-            key << '|' << static_cast<int>(t.unit) << ':' << static_cast<int>(t.format) << ':' << t.flops << ':' << t.utilization;
-        for (std::size_t i = 0; i < kNumLevels; ++i) key << '|' << cost.bytes_read[i] << ':' << cost.bytes_written[i];
-        auto it = index.find(key.str());
-        if (it != index.end()) {
-            ops[it->second].count += count;
-            return;
-        }
-        index.emplace(key.str(), ops.size());
-        ops.push_back({name, std::move(cost), count});
-    }
-
-    // A projection through weight tensor i: x[rows × ne0] · W → [rows × ne1], split over tensor-parallel ranks.
-    void linear(std::size_t i, double rows_, const std::string& name) {
-        const WeightTensor& w = m.tensors[i];
-        const Format& wf = formats[i].format;
-        const double k = w.shape[0], n = w.shape[1] / tp();
-        const Format& act = opt.activation;
-        OpCost op;
-        if (rows_ <= opt.gemv_max_rows) {
-            // mat-vec kernels on vector units: each weight read once for all rows
-            op = ops::gemm(rows_, n, k, act, wf, act, ops::GemmOptions{Unit::vector, 0, 1});
-        } else {
-            op = ops::gemm(rows_, n, k, act, wf, act);
-            op.set_utilization(Unit::matrix,
-                               ops::gemm_utilization(rows_, n, opt.gemm_tile_m, opt.gemm_tile_n, opt.compute_units));
-            if (opt.dequant_tile_rows > 0 && wf.dequant_flops_per_element > 0) {
-                // quantized weights are dequantized again for every tile of rows that reads them
-                const double tiles = std::ceil(rows_ / opt.dequant_tile_rows);
-                op.add_flops(Unit::vector, wf.compute, (tiles - 1) * wf.dequant_flops_per_element * k * n);
-            }
-        }
-        push(name, std::move(op));
-    }
-
-    void moe(std::size_t i, double rows_, const std::string& name) {
-        const WeightTensor& w = m.tensors[i];
-        const double k = w.shape[0], n = w.shape[1] / tp(), experts = w.shape.size() > 2 ? w.shape[2] : 1;
-        push(name, ops::moe_gemm(rows_, m.arch.n_expert_used, experts, n, k, opt.activation, formats[i].format,
-                                 opt.activation));
-    }
-
-    // Summing the partial outputs of the tensor-parallel ranks: timed by the estimator on the interconnect.
-    void all_reduce(double bytes) {
-        for (auto& op : ops)
-            if (op.name == "all_reduce" && op.collective_bytes == bytes) {
-                op.count += 1;
-                return;
-            }
-        PhaseOp op{"all_reduce", OpCost{}, 1, bytes};
-        op.cost.name = "all_reduce";
-        ops.push_back(std::move(op));
-    }
-
-    void norm(double rows_, double cols, const std::string& name) {
-        const Format& act = opt.activation;
-        push(name, m.arch.norm == NormKind::rmsnorm ? ops::rmsnorm(rows_, cols, act) : ops::layernorm(rows_, cols, act));
-    }
-};
 
 // FLOPs per element of an activation function, applied once per element (gated: act(gate) * up adds 1).
 double activation_flops(const std::string& act) {
@@ -559,13 +582,86 @@ double activation_flops(const std::string& act) {
     return 4;                                            // silu: x / (1 + exp(−x))
 }
 
+bool same_format(const Format& x, const Format& y) {
+    return x.name == y.name && x.bits_per_element == y.bits_per_element && x.compute == y.compute &&
+           x.dequant_flops_per_element == y.dequant_flops_per_element;
+}
+
+// Everything but the count: two slots that compare equal cost the same at every point.
+bool same_slot(const OpSlot& x, const OpSlot& y) {
+    return x.kind == y.kind && x.per_sequence == y.per_sequence && x.builder == y.builder && x.scale == y.scale &&
+           x.a == y.a && x.b == y.b && x.c == y.c && x.k == y.k && x.n == y.n && x.experts == y.experts &&
+           x.top_k == y.top_k && x.heads == y.heads && x.kv_heads == y.kv_heads && x.head_dim == y.head_dim &&
+           x.window == y.window && x.bytes_per_row == y.bytes_per_row && x.name == y.name && same_format(x.format, y.format);
+}
+
+// The slots of one forward pass, layer by layer; layers identical to one seen before are merged without a search.
+struct SlotBuilder {
+    const Model& m;
+    const std::vector<TensorFormat>& formats;
+    const PhaseOptions& opt;
+    std::vector<OpSlot> slots;
+    std::vector<OpSlot> layer;  // the current layer's candidates
+
+    double tp() const { return static_cast<double>(opt.tensor_parallel); }
+
+    OpSlot& add(std::string name, SlotKind kind) {
+        OpSlot s;
+        s.name = std::move(name);
+        s.kind = kind;
+        s.count = 1;
+        s.format = opt.activation;
+        layer.push_back(std::move(s));
+        return layer.back();
+    }
+    OpSlot& rows(std::string name, RowsBuilder builder, double scale, double a, double b = 0, double c = 0) {
+        OpSlot& s = add(std::move(name), SlotKind::rows);
+        s.builder = builder;
+        s.scale = scale;
+        s.a = a;
+        s.b = b;
+        s.c = c;
+        return s;
+    }
+    // A projection through weight tensor i: x[rows × ne0] · W → [rows × ne1], split over tensor-parallel ranks.
+    OpSlot& linear(std::size_t i, std::string name) {
+        const WeightTensor& w = m.tensors[i];
+        OpSlot& s = add(std::move(name), SlotKind::linear);
+        s.format = formats[i].format;
+        s.k = w.shape[0];
+        s.n = w.shape[1] / tp();
+        return s;
+    }
+    void moe(std::size_t i, std::string name) {
+        const WeightTensor& w = m.tensors[i];
+        OpSlot& s = add(std::move(name), SlotKind::moe);
+        s.format = formats[i].format;
+        s.k = w.shape[0];
+        s.n = w.shape[1] / tp();
+        s.experts = w.shape.size() > 2 ? w.shape[2] : 1;
+        s.top_k = m.arch.n_expert_used;
+    }
+    // Summing the partial outputs of the tensor-parallel ranks: timed by the estimator on the interconnect.
+    void all_reduce() { add("all_reduce", SlotKind::all_reduce).bytes_per_row = m.arch.hidden * opt.activation.bytes_per_element(); }
+    void norm(const std::string& name) {
+        rows(name, m.arch.norm == NormKind::rmsnorm ? RowsBuilder::rmsnorm : RowsBuilder::layernorm, 1, m.arch.hidden);
+    }
+
+    // Merge one candidate into the pass: the index of the slot it joined or started.
+    std::size_t merge(const OpSlot& s) {
+        for (std::size_t i = 0; i < slots.size(); ++i)
+            if (same_slot(slots[i], s)) {
+                slots[i].count += s.count;
+                return i;
+            }
+        slots.push_back(s);
+        return slots.size() - 1;
+    }
+};
+
 }  // namespace
 
-std::vector<PhaseOp> forward_ops(const Model& model, const std::vector<TensorFormat>& formats, double batch,
-                                 double tokens, double past, const PhaseOptions& options) {
-    check_count("batch", batch);
-    check_count("tokens", tokens);
-    check_count("past tokens", past);
+std::vector<OpSlot> forward_slots(const Model& model, const std::vector<TensorFormat>& formats, const PhaseOptions& options) {
     if (options.tensor_parallel < 1)
         throw InvalidArgument("tensor_parallel must be >= 1, got " + std::to_string(options.tensor_parallel));
     if (formats.size() != model.tensors.size())
@@ -575,99 +671,229 @@ std::vector<PhaseOp> forward_ops(const Model& model, const std::vector<TensorFor
     if (a.n_head % options.tensor_parallel != 0 || a.n_kv_head % options.tensor_parallel != 0)
         throw InvalidArgument("tensor_parallel " + std::to_string(options.tensor_parallel) + " must divide the heads (" +
                               std::to_string(a.n_head) + ") and KV heads (" + std::to_string(a.n_kv_head) + ")");
-    Builder b{model, formats, options, batch, tokens, past, {}, {}};
-    const Format& act = options.activation;
-    const double rows = b.rows(), H = a.hidden;
+    SlotBuilder b{model, formats, options, {}, {}};
+    const double H = a.hidden;
     const double heads = a.n_head / tp, kv_heads = a.n_kv_head / tp, d = a.head_dim;
-    if (rows == 0) return {};
+    auto flush = [&] {
+        for (const auto& s : b.layer) b.merge(s);
+        b.layer.clear();
+    };
 
     // Embedding: gather the rows of the new tokens.
     for (std::size_t i = 0; i < model.tensors.size(); ++i) {
         const auto& t = model.tensors[i];
-        if (t.role == "token_embd") b.push("token_embd", ops::embedding_lookup(rows, H, formats[i].format, act));
-        else if (t.role == "position_embd") b.push("position_embd", ops::embedding_lookup(rows, H, formats[i].format, act));
+        if (t.role == "token_embd" || t.role == "position_embd")
+            b.rows(t.role, RowsBuilder::embedding, 1, H).format = formats[i].format;
     }
+    flush();
 
+    // Tensors grouped by layer, each layer in file order.
+    std::vector<std::size_t> order;
+    order.reserve(model.tensors.size());
+    for (std::size_t i = 0; i < model.tensors.size(); ++i)
+        if (model.tensors[i].layer >= 0 && model.tensors[i].layer < a.n_layer) order.push_back(i);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t x, std::size_t y) { return model.tensors[x].layer < model.tensors[y].layer; });
+
+    // Distinct layers seen so far: their candidates and the slots those joined.
+    std::vector<std::pair<std::vector<OpSlot>, std::vector<std::size_t>>> seen;
+    std::size_t pos = 0;
     for (int l = 0; l < a.n_layer; ++l) {
         const double window = a.window.empty() ? 0 : a.window[static_cast<std::size_t>(l)];
-        for (std::size_t t = 0; t < model.tensors.size(); ++t) {
+        for (; pos < order.size() && model.tensors[order[pos]].layer == l; ++pos) {
+            const std::size_t t = order[pos];
             const WeightTensor& w = model.tensors[t];
-            if (w.layer != l) continue;
             const std::string& r = w.role;
             const bool bias = w.name.size() > 5 && w.name.compare(w.name.size() - 5, 5, ".bias") == 0;
             if (bias) {
                 if (r.size() > 5 && r.compare(r.size() - 5, 5, "_norm") == 0) continue;  // counted by the layer norm
-                b.push(r + ".bias", ops::elementwise(rows * w.elements() / (r == "attn_output" || r == "ffn_down" ? 1 : tp), 1, 2, 1, act));
+                b.rows(r + ".bias", RowsBuilder::elementwise, w.elements() / (r == "attn_output" || r == "ffn_down" ? 1 : tp), 1, 2, 1);
                 continue;
             }
             if (r == "attn_norm" || r == "ffn_norm" || r == "post_attention_norm" || r == "post_ffw_norm") {
-                b.norm(rows, H, r);
-                if (r == "post_attention_norm" || r == "post_ffw_norm") continue;
+                b.norm(r);
             } else if (r == "attn_q_norm") {
-                b.push(r, ops::rmsnorm(rows * heads, d, act));
+                b.rows(r, RowsBuilder::rmsnorm, heads, d);
             } else if (r == "attn_k_norm") {
-                b.push(r, ops::rmsnorm(rows * kv_heads, d, act));
+                b.rows(r, RowsBuilder::rmsnorm, kv_heads, d);
             } else if (r == "attn_q" || r == "attn_k" || r == "attn_v" || r == "attn_qkv" || r == "ffn_gate" ||
                        r == "ffn_up" || r == "ffn_gate_shexp" || r == "ffn_up_shexp" || r == "ffn_down_shexp") {
-                b.linear(t, rows, r);
+                b.linear(t, r);
             } else if (r == "ffn_gate_inp") {
-                b.linear(t, rows, r);
-                b.push("moe_topk", ops::softmax(rows, a.n_expert, act));
+                b.linear(t, r);
+                b.rows("moe_topk", RowsBuilder::softmax, 1, a.n_expert);
             } else if (r == "ffn_gate_exps" || r == "ffn_up_exps" || r == "ffn_down_exps") {
-                if (r == "ffn_down_exps") {
-                    const double n = rows * a.n_expert_used * a.expert_ffn / tp;
-                    b.push("ffn_act", ops::elementwise(n, activation_flops(a.activation) + 1, 2, 1, act));
-                }
-                b.moe(t, rows, r);
-                if (r == "ffn_down_exps") b.push("moe_combine", ops::elementwise(rows * H, 2.0 * a.n_expert_used, a.n_expert_used, 1, act));
+                if (r == "ffn_down_exps")
+                    b.rows("ffn_act", RowsBuilder::elementwise, a.n_expert_used * a.expert_ffn / tp, activation_flops(a.activation) + 1, 2, 1);
+                b.moe(t, r);
+                if (r == "ffn_down_exps") b.rows("moe_combine", RowsBuilder::elementwise, H, 2.0 * a.n_expert_used, a.n_expert_used, 1);
             } else if (r == "attn_output") {
                 // attention happens between the projections and attn_output
-                if (a.position == PositionKind::rope)
-                    b.push("rope", ops::elementwise(rows * (heads + kv_heads) * d, 3, 1, 1, act));
-                b.push("kv_append", ops::kv_append(batch, tokens, kv_heads, d, act, options.kv));
-                const double context = past + tokens;
-                if (tokens == 1) {
-                    const double c = window > 0 ? std::min(context, window) : context;
-                    b.push("attention", ops::decode_attention(batch, heads, kv_heads, c, d, act, options.kv, options.attention));
-                } else {
-                    const double kv_len = window > 0 ? std::min(context, window + tokens - 1) : context;
-                    ops::AttentionShape shape{batch, heads, tokens, kv_len, d, true};
-                    OpCost attn = ops::attention(shape, act, options.attention, false, options.sram_bytes, options.l2_bytes);
-                    if (options.kv.name != act.name || past > 0) {
-                        // K and V of the past are read from the cache in its format
-                        attn.add_dram(batch * 2 * past * kv_heads * d * options.kv.bytes_per_element(), 0);
-                    }
-                    b.push("attention", std::move(attn));
-                }
-                b.linear(t, rows, r);
-                if (tp > 1) b.all_reduce(rows * H * act.bytes_per_element());
-                b.push("residual_add", ops::elementwise(rows * H, 1, 2, 1, act));
+                if (a.position == PositionKind::rope) b.rows("rope", RowsBuilder::elementwise, (heads + kv_heads) * d, 3, 1, 1);
+                b.rows("kv_append", RowsBuilder::kv_append, 1, kv_heads, d).format = options.kv;
+                OpSlot& at = b.add("attention", SlotKind::attention);
+                at.heads = heads;
+                at.kv_heads = kv_heads;
+                at.head_dim = d;
+                at.window = window;
+                b.linear(t, r);
+                if (tp > 1) b.all_reduce();
+                b.rows("residual_add", RowsBuilder::elementwise, H, 1, 2, 1);
             } else if (r == "ffn_down") {
                 const double inner = w.shape[0] / tp;
                 if (a.mlp == MlpKind::gated)
-                    b.push("ffn_act", ops::elementwise(rows * inner, activation_flops(a.activation) + 1, 2, 1, act));
+                    b.rows("ffn_act", RowsBuilder::elementwise, inner, activation_flops(a.activation) + 1, 2, 1);
                 else
-                    b.push("ffn_act", ops::elementwise(rows * inner, activation_flops(a.activation), 1, 1, act));
-                b.linear(t, rows, r);
-                if (tp > 1) b.all_reduce(rows * H * act.bytes_per_element());
-                b.push("residual_add", ops::elementwise(rows * H, 1, 2, 1, act));
+                    b.rows("ffn_act", RowsBuilder::elementwise, inner, activation_flops(a.activation), 1, 1);
+                b.linear(t, r);
+                if (tp > 1) b.all_reduce();
+                b.rows("residual_add", RowsBuilder::elementwise, H, 1, 2, 1);
             }
         }
+        // A layer identical to one seen before joins the same slots; a new one is merged op by op.
+        bool done = false;
+        for (auto& [cands, joined] : seen) {
+            if (cands.size() != b.layer.size()) continue;
+            bool same = true;
+            for (std::size_t i = 0; same && i < cands.size(); ++i) same = same_slot(cands[i], b.layer[i]);
+            if (!same) continue;
+            for (std::size_t i = 0; i < joined.size(); ++i) b.slots[joined[i]].count += b.layer[i].count;
+            done = true;
+            break;
+        }
+        if (!done) {
+            std::vector<std::size_t> joined;
+            joined.reserve(b.layer.size());
+            for (const auto& s : b.layer) joined.push_back(b.merge(s));
+            if (seen.size() < 16) seen.emplace_back(b.layer, std::move(joined));
+        }
+        b.layer.clear();
     }
+
     // Final norm and the output head (for the last token of each sequence only, in prefill).
-    const double out_rows = (options.logits_last_token_only ? batch : rows);
-    for (std::size_t t = 0; t < model.tensors.size(); ++t) {
-        const auto& w = model.tensors[t];
-        if (w.role == "output_norm" && w.name.find(".bias") == std::string::npos) b.norm(out_rows, H, "output_norm");
-    }
+    for (const auto& w : model.tensors)
+        if (w.role == "output_norm" && w.name.find(".bias") == std::string::npos) b.norm("output_norm");
     std::size_t head = model.tensors.size();
     for (std::size_t t = 0; t < model.tensors.size(); ++t)
         if (model.tensors[t].role == "output") head = t;
     if (head == model.tensors.size())
         for (std::size_t t = 0; t < model.tensors.size(); ++t)
             if (model.tensors[t].role == "token_embd") head = t;  // tied: the embedding matrix is the head
-    if (head < model.tensors.size()) b.linear(head, out_rows, "output");
-    return b.ops;
+    if (head < model.tensors.size()) b.linear(head, "output");
+    if (options.logits_last_token_only)
+        for (auto& s : b.layer) s.per_sequence = true;
+    flush();
+    return std::move(b.slots);
+}
+
+OpCost linear_gemm(const OpSlot& s, const PhaseOptions& options, double rows, Unit unit) {
+    const Format& act = options.activation;
+    if (unit == Unit::vector)  // mat-vec kernels on vector units: each weight read once for all rows
+        return ops::gemm(rows, s.n, s.k, act, s.format, act, ops::GemmOptions{Unit::vector, 0, 1});
+    return ops::gemm(rows, s.n, s.k, act, s.format, act);
+}
+
+OpCost linear_dequant_pass(const OpSlot& s, const PhaseOptions&) {
+    OpCost op;
+    op.add_flops(Unit::vector, s.format.compute, s.format.dequant_flops_per_element * s.k * s.n);
+    return op;
+}
+
+double linear_utilization(const OpSlot& s, const PhaseOptions& options, double rows) {
+    return ops::gemm_utilization(rows, s.n, options.gemm_tile_m, options.gemm_tile_n, options.compute_units);
+}
+
+OpCost slot_cost(const OpSlot& s, const PhaseOptions& options, double batch, double tokens, double past) {
+    const Format& act = options.activation;
+    const double rows = slot_rows(s, batch, tokens);
+    OpCost op;
+    switch (s.kind) {
+        case SlotKind::rows: {
+            const double x = rows * s.scale;
+            switch (s.builder) {
+                case RowsBuilder::elementwise: op = ops::elementwise(x, s.a, s.b, s.c, act); break;
+                case RowsBuilder::rmsnorm: op = ops::rmsnorm(x, s.a, act); break;
+                case RowsBuilder::layernorm: op = ops::layernorm(x, s.a, act); break;
+                case RowsBuilder::embedding: op = ops::embedding_lookup(x, s.a, s.format, act); break;
+                case RowsBuilder::softmax: op = ops::softmax(x, s.a, act); break;
+                case RowsBuilder::kv_append: op = ops::kv_append(x, 1, s.a, s.b, act, s.format); break;
+            }
+            break;
+        }
+        case SlotKind::linear:
+            if (rows <= options.gemv_max_rows) {
+                op = linear_gemm(s, options, rows, Unit::vector);
+            } else {
+                op = linear_gemm(s, options, rows, Unit::matrix);
+                op.set_utilization(Unit::matrix, linear_utilization(s, options, rows));
+                const double extra = linear_extra_dequant_passes(s, options, rows);
+                if (extra > 0) op += linear_dequant_pass(s, options).scaled(extra);
+            }
+            break;
+        case SlotKind::moe:
+            op = ops::moe_gemm(rows, s.top_k, s.experts, s.n, s.k, act, s.format, act);
+            break;
+        case SlotKind::attention: {
+            const double context = past + tokens;
+            if (tokens == 1) {
+                const double c = s.window > 0 ? std::min(context, s.window) : context;
+                op = ops::decode_attention(batch, s.heads, s.kv_heads, c, s.head_dim, act, options.kv, options.attention);
+            } else {
+                const double kv_len = s.window > 0 ? std::min(context, s.window + tokens - 1) : context;
+                ops::AttentionShape shape{batch, s.heads, tokens, kv_len, s.head_dim, true};
+                op = ops::attention(shape, act, options.attention, false, options.sram_bytes, options.l2_bytes);
+                if (options.kv.name != act.name || past > 0) {
+                    // K and V of the past are read from the cache in its format
+                    op.add_dram(batch * 2 * past * s.kv_heads * s.head_dim * options.kv.bytes_per_element(), 0);
+                }
+            }
+            break;
+        }
+        case SlotKind::all_reduce:
+            break;
+    }
+    op.name = s.name;
+    return op;
+}
+
+std::vector<PhaseOp> forward_ops(const Model& model, const std::vector<TensorFormat>& formats, double batch,
+                                 double tokens, double past, const PhaseOptions& options) {
+    check_count("batch", batch);
+    check_count("tokens", tokens);
+    check_count("past tokens", past);
+    const std::vector<OpSlot> slots = forward_slots(model, formats, options);
+    if (batch * tokens == 0) return {};
+    std::vector<PhaseOp> ops;
+    std::map<std::string, std::size_t> index;  // merge identical ops (of slots that differ only where this point does not look)
+    for (const auto& s : slots) {
+        if (s.kind == SlotKind::all_reduce) {
+            const double bytes = slot_rows(s, batch, tokens) * s.bytes_per_row;
+            bool merged = false;
+            for (auto& op : ops)
+                if (op.name == "all_reduce" && op.collective_bytes == bytes) {
+                    op.count += s.count;
+                    merged = true;
+                    break;
+                }
+            if (!merged) ops.push_back({"all_reduce", slot_cost(s, options, batch, tokens, past), s.count, bytes});
+            continue;
+        }
+        OpCost cost = slot_cost(s, options, batch, tokens, past);
+        std::ostringstream key;
+        key.precision(17);
+        key << s.name << '|' << cost.launches;
+        for (const auto& t : cost.flop_terms)
+            key << '|' << static_cast<int>(t.unit) << ':' << static_cast<int>(t.format) << ':' << t.flops << ':' << t.utilization;
+        for (std::size_t i = 0; i < kNumLevels; ++i) key << '|' << cost.bytes_read[i] << ':' << cost.bytes_written[i];
+        auto it = index.find(key.str());
+        if (it != index.end()) {
+            ops[it->second].count += s.count;
+            continue;
+        }
+        index.emplace(key.str(), ops.size());
+        ops.push_back({s.name, std::move(cost), s.count, 0});
+    }
+    return ops;
 }
 
 }  // namespace roofline

@@ -12,12 +12,15 @@ from typing import List, Optional, Union
 from . import _core
 from ._core import Device, DeviceDB, OpCost, Timing
 from . import ops
+from .inference import (Estimate, Model, calibrate_from_measurements, engines, estimate, model, models,
+                        quants)
 
 __version__: str = _core.__version__
 
 __all__ = [
     "__version__", "Device", "DeviceDB", "OpCost", "Timing", "ops",
     "devices", "device", "database", "dtypes", "data_dir", "load_device", "evaluate",
+    "Model", "Estimate", "models", "model", "quants", "engines", "estimate", "calibrate_from_measurements",
 ]
 
 _DB: Optional[DeviceDB] = None
@@ -25,7 +28,7 @@ _DB: Optional[DeviceDB] = None
 
 def data_dir() -> Path:
     """Folder of the installed databases (``hardware_db``)."""
-    return Path(__file__).resolve().parent / "data"
+    return Path(__file__).parent / "data"
 
 
 def _hardware_dir() -> str:
@@ -77,3 +80,57 @@ def _device_to_dict(self: Device) -> dict:
 
 
 Device.to_dict = _device_to_dict  # type: ignore[attr-defined]
+
+
+# ---- calibration: measured ceilings (rooflinepy.calibration) -------------------------------------------------
+from . import calibration  # noqa: E402
+
+
+def device_from_profile(profile: "calibration.ProfileLike") -> Device:
+    """The measured device alone, from a calibration profile (path, Profile or dict): for a CPU profile the host
+    itself (vendor 'host', kind 'cpu', family 'host-cpu'), every ceiling measured."""
+    return calibration.device_from_profile(profile)
+
+
+def _device_calibrated(self: Device, profile: "calibration.ProfileLike") -> Device:
+    """This device with a calibration profile's measured ceilings in place of the datasheet's (path, Profile or
+    dict). Measured ceilings are marked measured and not derated again; a measured launch overhead replaces the
+    efficiency's; a measurement above the datasheet is applied and flagged in its record's 'uncertain'."""
+    return calibration.calibrated(self, profile)
+
+
+Device.calibrated = _device_calibrated  # type: ignore[attr-defined]
+__all__ += ["calibration", "device_from_profile"]
+
+
+# ---- notebooks: HTML tables (_repr_html_) and rp.plot (loaded on first use: matplotlib is optional) ----------
+from . import _html  # noqa: E402,F401  (attaches _repr_html_ to Device, OpCost, Timing, Estimate)
+
+
+def __getattr__(name: str):
+    if name == "plot":
+        import importlib
+
+        return importlib.import_module(".plot", __name__)
+    raise AttributeError(f"module 'rooflinepy' has no attribute '{name}'")
+
+
+def format_info(name: str) -> dict:
+    """A number format's size and work: bits and bytes per element (scales included), the format its
+    arithmetic runs in, dequantization FLOPs per element (``"fp16"``, ``"Q4_K"``, ``"int4-g128"`` ...)."""
+    return dict(_core.format_info(name))
+
+
+def kv_cache_bytes(model: "Union[str, Model]", context: float, batch: float = 1, kv_dtype: str = "f16") -> float:
+    """Bytes of the KV cache of ``batch`` sequences of ``context`` tokens: what one decode step reads."""
+    return _core.kv_cache_bytes(globals()["model"](model)._m, batch, context, kv_dtype)
+
+
+def kv_cache_bytes_read(model: "Union[str, Model]", gen_tokens: float, prompt_tokens: float = 0, batch: float = 1,
+                        kv_dtype: str = "f16") -> float:
+    """KV-cache bytes read over ``gen_tokens`` decode steps after ``prompt_tokens``: each step reads the whole
+    cache, so this grows as gen_tokens² (closed form in the core; sliding-window layers capped)."""
+    return _core.kv_cache_bytes_read(globals()["model"](model)._m, batch, prompt_tokens, gen_tokens, kv_dtype)
+
+
+__all__ += ["plot", "format_info", "kv_cache_bytes", "kv_cache_bytes_read"]

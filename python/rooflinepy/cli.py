@@ -7,6 +7,7 @@ import sys
 from typing import Any, Dict, List, Optional, Sequence
 
 import rooflinepy as rp
+from rooflinepy._cli_plot import add_plot_parsers as _add_plot_parsers
 
 
 def _si(x: Optional[float], unit: str = "") -> str:
@@ -212,6 +213,179 @@ def _add_op_parsers(sub: "argparse._SubParsersAction") -> None:
     op.set_defaults(func=cmd_op)
 
 
+# ---- calibrate -------------------------------------------------------------------------------------------
+def _report_rows(df: Any) -> List[List[str]]:
+    def s(x: Any) -> str:
+        return x if isinstance(x, str) else ""
+
+    def value(x: float, unit: str) -> str:
+        if x != x:  # NaN: no datasheet number
+            return "-"
+        return _seconds(x) if unit == "s" else _si(x, unit)
+
+    rows = []
+    for r in df.itertuples(index=False):
+        what = "/".join(x for x in (s(r.dtype), s(r.unit)) if x) or s(r.level) + (f" ({r.cache})" if s(r.cache) else "")
+        rows.append([r.ceiling, what, r.kernel, value(r.measured, r.si_unit), value(r.datasheet, r.si_unit),
+                     "-" if r.ratio != r.ratio else f"{r.ratio:.3f}",
+                     "yes" if r.applied else ("unverified" if not r.verified and not s(r.note) else ""), s(r.note)])
+    return rows
+
+
+def _print_report(args: argparse.Namespace, df: Any, header: str) -> None:
+    if args.json:
+        print(json.dumps(json.loads(df.to_json(orient="records")), indent=2))
+        return
+    print(header)
+    print(_table(_report_rows(df), ["ceiling", "what", "kernel", "measured", "datasheet", "ratio", "applied", "note"]))
+
+
+def cmd_calibrate_cpu(args: argparse.Namespace) -> int:
+    opts = " ".join(x for x in ["--quick" if args.quick else "", f"--threads {args.threads}" if args.threads else "",
+                                "--no-pin" if args.no_pin else ""] if x)
+    if not args.json:
+        print(f"rooflinepy: measuring this host's ceilings ({'quick, seconds' if args.quick else 'about a minute'})",
+              file=sys.stderr)
+    prof = rp.calibration.calibrate_cpu(args.output, quick=args.quick, threads=args.threads, pin=not args.no_pin,
+                                        verbose=not args.json, options_text=opts)
+    df = rp.calibration.report(prof)
+    where = f"; wrote {args.output}" if args.output else ""
+    _print_report(args, df, f"{prof.device_name}: {len(prof.measurements)} measurements{where}")
+    return 0
+
+
+def cmd_calibrate_report(args: argparse.Namespace) -> int:
+    df = rp.calibration.report(args.profile, device=args.device)
+    ds = df.attrs.get("device")
+    _print_report(args, df, f"{df.attrs['measured_device']} ({args.profile}) vs "
+                            f"{('datasheet of ' + ds) if ds else 'no datasheet (pass --device)'}")
+    return 0
+
+
+def _add_calibrate_parsers(sub: "argparse._SubParsersAction") -> None:
+    cal = sub.add_parser("calibrate", help="measure a device's real ceilings into a calibration profile")
+    kinds = cal.add_subparsers(dest="target", required=True, metavar="TARGET")
+    p = kinds.add_parser("cpu", help="this host's CPU: DRAM/cache bandwidth, FMA peak, Eigen GEMM, dispatch overhead")
+    p.add_argument("-o", "--output", help="write the profile (JSON) here")
+    p.add_argument("--quick", action="store_true", help="seconds instead of a minute: small arrays, few repetitions")
+    p.add_argument("--threads", type=int, default=0, help="threads (default: one per physical core)")
+    p.add_argument("--no-pin", action="store_true", help="do not pin threads to cores")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=cmd_calibrate_cpu)
+    p = kinds.add_parser("report", help="a profile's measured ceilings against the datasheet")
+    p.add_argument("profile", help="calibration profile (JSON)")
+    p.add_argument("--device", "-d", help="datasheet device (default: matched from the profile's device name)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_calibrate_report)
+
+
+# ---- models / estimate / validate ---------------------------------------------------------------------------
+def _gb(x: float) -> str:
+    return f"{x / 1e9:.2f} GB"
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    rows, data = [], []
+    for mid in rp.models():
+        m = rp.model(mid)
+        a = m.arch
+        data.append({"id": mid, "name": a.name, "model_type": a.model_type, "parameters": m.parameters,
+                     "layers": a.n_layer, "hidden": a.hidden, "heads": a.n_head, "kv_heads": a.n_kv_head,
+                     "experts": a.n_expert, "source": a.source})
+        rows.append([mid, a.model_type, f"{m.parameters / 1e9:.2f} B", str(a.n_layer), f"{a.n_head}/{a.n_kv_head}",
+                     str(a.n_expert or "-")])
+    _emit(args, data, _table(rows, ["id", "type", "params", "layers", "heads/kv", "experts"]))
+    return 0
+
+
+def _ints(text: str, what: str) -> List[int]:
+    try:
+        values = [int(v) for v in str(text).split(",") if v.strip() != ""]
+    except ValueError:
+        raise ValueError(f"{what} must be comma-separated whole numbers, got '{text}'") from None
+    if not values:
+        raise ValueError(f"{what} must list at least one number")
+    return values
+
+
+def cmd_estimate(args: argparse.Namespace) -> int:
+    """One row per (quant, test) in llama-bench's vocabulary: ppN rows time the prompt, tgN rows the generation."""
+    rows, data = [], []
+    quants = [q for q in args.quant.split(",") if q]
+    for model_name in [m for m in args.model.split(",") if m]:
+        m = rp.model(model_name)
+        for q in quants:
+            for b in _ints(args.batch, "-b/--batch"):
+                tests = [("pp", p, 0) for p in _ints(args.prompt, "-p/--n-prompt") if p > 0]
+                tests += [("tg", 0, n) for n in _ints(args.gen, "-n/--n-gen") if n > 0]
+                for kind, p, n in tests:
+                    e = rp.estimate(model=m, quant=q, device=args.device, prompt_tokens=p, gen_tokens=n, batch=b,
+                                    kv_dtype=args.kv_dtype, flash_attention=args.flash_attn, engine=args.engine,
+                                    tensor_parallel=args.tensor_parallel)
+                    if kind == "pp":
+                        tps, ceiling, bound = e.prefill_tokens_per_s * 1.0, e.ceilings["prefill_tokens_per_s"], e.prefill_bound
+                        test = f"pp{p}"
+                    else:
+                        tps, ceiling, bound = e.decode_tokens_per_s_total, e.ceilings["decode_tokens_per_s"] * b, e.decode_bound
+                        test = f"tg{n}"
+                    d = e.to_dict()
+                    d.pop("breakdown")
+                    d.update({"test": test, "tokens_per_s": tps, "roofline_tokens_per_s": ceiling, "bound": bound})
+                    data.append(d)
+                    rows.append([m.id, q, _gb(e.weight_bytes), f"{e.parameters / 1e9:.2f} B", e.device, str(b), test,
+                                 f"{tps:.2f}", f"{ceiling:.2f}", bound, "yes" if e.fits else "NO"])
+    header = ["model", "quant", "size", "params", "device", "batch", "test", "t/s", "roofline t/s", "bound", "fits"]
+    text = _table(rows, header)
+    if data:
+        text += (f"\n\ndecode ceiling (bandwidth / weight bytes) for the first row: "
+                 f"{data[0]['ceilings']['decode_weights_tokens_per_s']:.1f} tokens/s; engine {data[0]['engine']}")
+    _emit(args, data, text)
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from . import validation
+
+    res = validation.run()
+    summary = validation.mape(res)
+    if args.json:
+        print(json.dumps({"points": res.to_dict(orient="records"), "mape_percent": summary}, indent=2))
+        return 0
+    rows = [[r.table, r.device, r.model, r.quant, r.test, str(r.tp), f"{r.measured:.2f}", f"{r.predicted:.2f}",
+             f"{r.error * 100:+.1f}%", f"{r.roofline:.2f}", f"{r.roofline_error * 100:+.1f}%",
+             "ok" if abs(r.error) <= r.tolerance else f"outside {r.tolerance * 100:.0f}%", r.bound]
+            for r in res.itertuples()]
+    print(_table(rows, ["table", "device", "model", "quant", "test", "tp", "measured", "predicted", "error",
+                        "roofline", "error", "tolerance", "bound"]))
+    print()
+    for name, s in summary.items():
+        print(f"MAPE {name:>14}: estimator {s['estimator']:.1f} %, pure roofline {s['roofline']:.1f} % "
+              f"({s['points']} points)")
+    return 0
+
+
+def _add_inference_parsers(sub: "argparse._SubParsersAction") -> None:
+    p = sub.add_parser("models", help="list the model catalogue")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_models)
+    p = sub.add_parser("estimate", help="tokens/s of a model × quantization × device, llama-bench style")
+    p.add_argument("-m", "--model", required=True, help="model id(s), comma-separated")
+    p.add_argument("-q", "--quant", default="Q4_K_M", help="quantization(s), comma-separated (rooflinepy quants)")
+    p.add_argument("-d", "--device", required=True, help="device id or alias")
+    p.add_argument("-p", "--n-prompt", dest="prompt", default="512", help="prompt lengths (ppN), comma-separated")
+    p.add_argument("-n", "--n-gen", dest="gen", default="128", help="generated tokens (tgN), comma-separated")
+    p.add_argument("-b", "--batch", default="1", help="batch sizes, comma-separated")
+    p.add_argument("--kv-dtype", default="f16", help="KV cache format: f16, bf16, fp8, q8_0, q4_0 ...")
+    p.add_argument("-fa", "--flash-attn", action="store_true", help="flash attention")
+    p.add_argument("--engine", default="llama.cpp", help="llama.cpp, generic or cuda-graphs")
+    p.add_argument("--tensor-parallel", "-tp", type=int, default=1)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_estimate)
+    p = sub.add_parser("validate", help="hold the estimator to published measurements (offline)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_validate)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rooflinepy", description=__doc__)
     parser.add_argument("--version", action="version", version=f"rooflinepy {rp.__version__}")
@@ -224,6 +398,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_device)
     _add_op_parsers(sub)
+    _add_calibrate_parsers(sub)
+    _add_inference_parsers(sub)
+    _add_plot_parsers(sub)
     return parser
 
 

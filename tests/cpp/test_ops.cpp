@@ -169,7 +169,12 @@ TEST_CASE("bad sizes are errors that name the argument") {
     CHECK_THROWS_AS(gemm(1.5, 2, 3, DType::fp16), InvalidArgument);
     CHECK_THROWS_AS(softmax(-3, 2, format_of(DType::fp16)), InvalidArgument);
     CHECK_NOTHROW(gemm(0, 0, 0, DType::fp16));
-    CHECK(gemm(1e12, 1e12, 1e12, DType::fp16).flops() == doctest::Approx(2e36));
+    CHECK(gemm(1e9, 1e9, 1e9, DType::fp16).flops() == doctest::Approx(2e27));
+    // sizes whose product overflows 64 bits (and any real machine) are an error, not 2e36 FLOPs
+    CHECK_THROWS_WITH_AS(gemm(1e12, 1e12, 1e12, DType::fp16), doctest::Contains("gemm: 2e+36 FLOPs exceed 1e+30"),
+                         InvalidArgument);
+    CHECK_THROWS_WITH_AS(gemm(1e16, 1, 1, DType::fp16), doctest::Contains("gemm m must be a whole number >= 0 and at most 2^53"),
+                         InvalidArgument);
 }
 
 TEST_CASE("OpCost sums and scales") {

@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include "roofline/device.hpp"
+#include "roofline/errors.hpp"
 #include "roofline/ops/linear.hpp"
 #include "roofline/ops/pointwise.hpp"
 #include "roofline/roofline.hpp"
@@ -89,4 +90,25 @@ TEST_CASE("seed: H100 ridge ~295 FLOP/byte; A100 -> H100 compute 3.2x, bandwidth
     CHECK(h100.ridge_point(DType::bf16) * 2 == doctest::Approx(590).epsilon(0.01));
     CHECK(h100.peak_flops(DType::bf16) / a100.peak_flops(DType::bf16) == doctest::Approx(3.17).epsilon(0.01));
     CHECK(h100.bandwidth(Level::dram) / a100.bandwidth(Level::dram) == doctest::Approx(1.64).epsilon(0.01));
+}
+
+TEST_CASE("attainable_flops draws the roof: slope = bandwidth, knee at the ridge point, flat at the peak") {
+    const Device& a100 = db().get("a100");
+    const double ridge = a100.ridge_point(DType::fp16);
+    CHECK(attainable_flops(a100, ridge, DType::fp16) == doctest::Approx(312e12));
+    CHECK(attainable_flops(a100, 1.0, DType::fp16) == doctest::Approx(2039e9));
+    CHECK(attainable_flops(a100, 1e6, DType::fp16) == doctest::Approx(312e12));
+    CHECK(attainable_flops(a100, 0.0, DType::fp16) == 0);
+    CHECK(attainable_flops(a100, INFINITY, DType::fp16) == doctest::Approx(312e12));
+    CHECK(attainable_flops(a100, 1.0, DType::fp16, Level::sram) == doctest::Approx(19e12));
+    CHECK(attainable_flops(a100, 1.0, DType::fp16, Level::dram, Unit::matrix, Ceilings::derated) ==
+          doctest::Approx(2039e9 * a100.efficiency.dram_bandwidth));
+    CHECK(attainable_flops(a100, 1e6, DType::fp16, Level::dram, Unit::vector) == doctest::Approx(78e12));
+    // the same number evaluate() gives an op of that intensity
+    const OpCost op = ops::elementwise(1 << 20, 1, 1, 1, format_of(DType::fp16));
+    CHECK(attainable_flops(a100, op.arithmetic_intensity(Level::dram), DType::fp16, Level::dram, Unit::vector) ==
+          doctest::Approx(evaluate(op, a100, Ceilings::ideal).attainable_flops));
+    CHECK_THROWS_AS(attainable_flops(a100, -1.0, DType::fp16), InvalidArgument);
+    CHECK_THROWS_AS(attainable_flops(a100, NAN, DType::fp16), InvalidArgument);
+    CHECK_THROWS_AS(attainable_flops(a100, 1.0, DType::fp16, Level::l2), NotFound);  // A100: L2 capacity only
 }

@@ -278,3 +278,20 @@ TEST_CASE("calibration recovers efficiencies from synthetic measurements") {
     CHECK(rep.rms_relative_error_after < rep.rms_relative_error_before);
     CHECK_THROWS_AS(calibrate_efficiency(truth, {}, "llama.cpp"), InvalidArgument);
 }
+
+TEST_CASE("KV-cache bytes read over a generation: the closed form equals the step-by-step sum") {
+    const Format f16 = format_of(DType::fp16);
+    for (const char* id : {"llama-3.1-8b", "gemma-2-2b"}) {  // gemma-2 alternates 4096-token sliding windows
+        const Model m = catalog(id);
+        for (const auto& [prompt, gen] : std::vector<std::pair<double, double>>{{0, 1}, {0, 300}, {4000, 200}, {100, 9000}, {5000, 0}}) {
+            double steps = 0;
+            for (double c = prompt + 1; c <= prompt + gen; ++c) steps += kv_cache_bytes(m.arch, 2, c, f16);
+            CHECK(kv_cache_bytes_read(m.arch, 2, prompt, gen, f16) == doctest::Approx(steps).epsilon(1e-12));
+        }
+    }
+    // without windows: reads grow as gen² (n steps from an empty cache read Σ c = n(n+1)/2 tokens' worth)
+    const Model l = catalog("llama-3.1-8b");
+    CHECK(kv_cache_bytes_read(l.arch, 1, 0, 2000, f16) / kv_cache_bytes_read(l.arch, 1, 0, 1000, f16) ==
+          doctest::Approx(2.0 * 2001 / 1001));
+    CHECK_THROWS_AS(kv_cache_bytes_read(l.arch, 1, -1, 10, f16), InvalidArgument);
+}

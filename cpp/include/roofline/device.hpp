@@ -38,6 +38,7 @@ struct MemoryLevel {
     double per_unit_bytes = 0;   ///< SRAM: per SM / CU / core (what one thread block can use)
     std::vector<double> capacity_options_bytes;  ///< configurable memory (Apple, DGX Spark)
     int bus_width_bits = 0;
+    bool measured = false;       ///< bandwidth measured on the device: already achievable, not derated again
     Provenance provenance;
 };
 
@@ -45,6 +46,7 @@ struct ComputePeak {
     DType format = DType::fp32;
     Unit unit = Unit::vector;
     double flops = 0;  ///< dense FLOP/s (OP/s for integer formats)
+    bool measured = false;  ///< measured on the device: already achievable, not derated again
     Provenance provenance;
 };
 

@@ -37,7 +37,13 @@ std::string unknown_name_message(std::string_view what, std::string_view bad,
 
 /// Throws InvalidArgument unless `value` is finite and >= 0 (or > 0 when `strictly_positive`).
 double check_size(std::string_view name, double value, bool strictly_positive = false);
-/// A count of things (a size, a token count): finite, >= 0 and a whole number. Returns it.
+/// The largest count (size, token count) the core accepts: 2^53, the largest whole number a double holds exactly.
+inline constexpr double kMaxCount = 9007199254740992.0;
+/// The most FLOPs, or bytes at one memory level, one operator may count: far beyond any machine (a whole-model
+/// prefill is ~1e17 FLOPs), low enough that sums over ops and steps, and times on any valid device, stay finite.
+inline constexpr double kMaxOpCount = 1e30;
+
+/// A count of things (a size, a token count): finite, >= 0, a whole number and at most kMaxCount. Returns it.
 double check_count(std::string_view name, double value);
 /// Throws InvalidArgument unless `value` is finite and within [lo, hi].
 double check_range(std::string_view name, double value, double lo, double hi);

@@ -6,6 +6,8 @@
 #include "roofline/roofline.hpp"
 #include "roofline/transformer.hpp"
 
+#include <array>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -90,7 +92,146 @@ struct Estimate {
 };
 
 /// Estimate a workload. The device's efficiency block derates the ceilings; the engine adds launch overhead.
+/// (An EstimatePlan built for the workload's configuration, evaluated at its batch, prompt and generated tokens.)
 Estimate estimate(const Model& model, const Device& device, const Workload& workload);
+
+// -------------------------------------------------------------------------------------------------------------
+// Estimate plans: what stays fixed while batch, prompt and generated tokens vary, built once and evaluated in O(1)
+// in the number of layers and of tokens.
+
+/// The bound of a phase as a small code (sweep columns): "" when the phase is absent (no prompt / no generated
+/// tokens), then none, compute, memory:dram, memory:l2, memory:sram, overhead.
+enum class PhaseBound : std::uint8_t { absent, none, compute, dram, l2, sram, overhead };
+/// "", "none", "compute", "memory:dram", "memory:l2", "memory:sram", "overhead", indexed by PhaseBound.
+const std::vector<std::string>& phase_bound_names();
+
+/// The numbers of one estimate without its names, breakdown or speculative decoding: one row of a sweep.
+struct EstimateRow {
+    double batch = 0, prompt_tokens = 0, gen_tokens = 0;
+    double prefill_s = 0, prefill_tokens_per_s = 0, ttft_s = 0;
+    double decode_s = 0, decode_tokens_per_s = 0, decode_tokens_per_s_total = 0, total_s = 0;
+    double ceiling_decode_weights = 0, ceiling_decode = 0, ceiling_prefill = 0, decode_intensity = 0;
+    double compute_bound_batch = 0;
+    MemoryUse memory;
+    double max_batch = 0, max_context = 0;
+    PhaseBound prefill_bound = PhaseBound::absent, decode_bound = PhaseBound::absent;
+};
+
+/// The configuration a plan is built for: everything of a Workload but the point (batch, prompt, generated tokens)
+/// and speculative decoding.
+struct PlanConfig {
+    std::string quant = "Q4_K_M";
+    std::string kv_dtype = "f16";
+    bool flash_attention = false;
+    std::string engine = "llama.cpp";
+    int tensor_parallel = 1;
+};
+
+/// Time components and counts of one op or a sum of ops at both ceilings, split so that costs that grow with rows,
+/// dequantization passes, active experts or context add up without building the op again. v[0..5] derated,
+/// v[6..11] ideal: matrix-unit compute seconds (divided by the utilization of a tiled GEMM when derated), other
+/// compute seconds, DRAM, L2, SRAM seconds, overhead seconds; v[12] FLOPs; v[13] DRAM bytes.
+struct OpTimes {
+    static constexpr std::size_t kSize = 14;
+    std::array<double, kSize> v{};
+};
+
+/// Totals of a phase: seconds at both ceilings, the derated components summed over ops (for the phase's bound),
+/// FLOPs and DRAM bytes.
+struct PhaseSums {
+    double seconds = 0, ideal_seconds = 0;
+    double compute = 0, overhead = 0;
+    std::array<double, kNumLevels> memory{};
+    double flops = 0, bytes = 0;
+};
+
+/// A model × device × configuration, ready to be evaluated at any (batch, prompt tokens, generated tokens). Every op
+/// of the forward pass is built once (forward_slots), timed at a few points on the device and kept as affine
+/// functions of its rows (and context, for attention); a decode step's static ops are summed over the generation
+/// by a multiplication and attention in closed form, so an evaluation costs the same for 1 or 10⁶ generated tokens
+/// and does not depend on the number of layers. Prefill attention is built once per prompt length.
+/// Immutable once built: evaluate it from any number of threads. It copies what it needs from the model and device.
+class EstimatePlan {
+public:
+    /// `formats` (optional) are the model's tensor_formats for the quant, when the caller shares them between plans.
+    EstimatePlan(const Model& model, const Device& device, const PlanConfig& config,
+                 const std::vector<TensorFormat>* formats = nullptr);
+
+    /// Everything estimate() returns but names and speculative decoding; `breakdown` (optional) gets the per-op rows.
+    /// Checks the point (batch >= 1, whole token counts, prompt + gen >= 1).
+    EstimateRow evaluate(double batch, double prompt, double gen, std::vector<BreakdownRow>* breakdown = nullptr) const;
+    /// The full estimate of a point, with names and the breakdown.
+    Estimate estimate(double batch, double prompt, double gen, bool breakdown = true) const;
+
+    // The pieces evaluate() assembles, for callers that share them between points (the sweep). Each is a pure
+    // function of its arguments, so sharing them changes no bit of the result.
+    /// Prefill attention of one sequence of `prompt` tokens, per attention slot (the rest of a prefill scales).
+    std::vector<OpTimes> prefill_attention(double prompt) const;
+    PhaseSums prefill(double batch, double prompt, const std::vector<OpTimes>& attention,
+                      std::vector<BreakdownRow>* breakdown = nullptr) const;
+    /// A decode step's ops but attention (they do not depend on the context), at `batch` sequences.
+    PhaseSums decode_step(double batch) const;
+    /// `gen` decode steps at contexts prompt + 1 ... prompt + gen: `step` × gen plus attention in closed form.
+    PhaseSums decode(double batch, double prompt, double gen, const PhaseSums& step,
+                     std::vector<BreakdownRow>* breakdown = nullptr) const;
+    MemoryUse memory(double batch, double prompt, double gen) const;
+    double max_batch(double prompt, double gen) const;           ///< largest batch that fits (memory is affine in it)
+    double max_context(double batch) const;                      ///< longest context that fits (bisection)
+    double compute_bound_batch(double prompt, double gen) const; ///< bisection over aggregated step coefficients
+    EstimateRow assemble(double batch, double prompt, double gen, const PhaseSums& prefill, const PhaseSums& decode,
+                         double max_context, double compute_bound_batch, double max_batch) const;
+    /// A forward pass over `batch` × `tokens` new tokens after `past` (speculative decoding's draft and verify).
+    PhaseSums phase(double batch, double tokens, double past) const;
+    /// Throws InvalidArgument naming the bad value unless batch >= 1 and the token counts are whole and sum to >= 1.
+    static void check_point(double batch, double prompt, double gen);
+    /// The model's tensor formats under `quant` as a plan uses them (unquantized tensors in bf16, fp16 for "fp16").
+    static std::vector<TensorFormat> formats_for(const Model& model, const std::string& quant);
+
+    const std::string& model_id() const { return model_id_; }
+    const std::string& device_id() const { return device_id_; }
+    const std::string& engine_name() const { return engine_name_; }
+    const PlanConfig& config() const { return config_; }
+    double parameters() const { return parameters_; }
+    double weight_bytes() const { return weight_bytes_; }
+    double bits_per_weight() const { return parameters_ > 0 ? 8 * weight_bytes_ / parameters_ : 0; }
+    std::size_t op_slots() const { return slots_.size(); }
+
+    /// An op slot with its times: rows and all_reduce slots: base + rows × per_row; linear slots: the same through
+    /// mat-vec kernels, tiled_base + rows × tiled_row + extra dequantization passes × tiled_pass (matrix compute ÷
+    /// utilization) through tiled ones; moe: base + routed rows × per_row + active experts × extra; decode attention:
+    /// base + batch × (per_row + context × extra).
+    struct Slot {
+        OpSlot op;
+        std::uint32_t name = 0;
+        std::uint32_t group = 0;  ///< linear slots with the same output features and rows share a utilization
+        OpTimes base, per_row, extra, tiled_base, tiled_row, tiled_pass;
+    };
+
+private:
+    std::string model_id_, device_id_, engine_name_;
+    PlanConfig config_;
+    Architecture arch_;
+    Device device_;  // launch overhead scaled by the engine
+    Engine engine_;
+    PhaseOptions options_;
+    double interconnect_Bps_ = 0;
+    double parameters_ = 0, weight_bytes_ = 0, dram_bandwidth_ = 0, capacity_ = 0;
+    std::uint32_t groups_ = 0;
+    std::vector<Slot> slots_;
+    std::vector<std::string> names_;  // slot name ids, first appearance order
+    std::vector<std::size_t> attention_;  // slot indices of attention slots
+    // memory: layers without a window, and the windows of the others (with their counts)
+    double full_layers_ = 0;
+    std::vector<std::pair<double, double>> windows_;
+    double act_bytes_ = 0, kv_bytes_ = 0, widest_ = 0;
+    // compute_bound_batch: Σ ideal (compute − DRAM) seconds of a decode step as a function of the batch
+    double cb_vec0_ = 0, cb_vec1_ = 0, cb_mat0_ = 0, cb_mat1_ = 0, cb_pass_ = 0;
+    std::vector<std::array<double, 3>> cb_active_;  // experts, experts used, coefficient
+    std::vector<std::array<double, 3>> cb_attention_;  // window, per sequence, per sequence × context
+
+    PhaseSums sum_slots(double batch, double tokens, double past, const std::vector<OpTimes>* attention,
+                        std::vector<BreakdownRow>* breakdown, const char* phase) const;
+};
 
 /// One measured point for calibration: llama-bench style (prompt_tokens > 0, gen 0 = ppN; prompt 0, gen > 0 =
 /// tgN) or a whole run.

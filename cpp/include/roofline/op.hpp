@@ -21,7 +21,7 @@ struct FlopTerm {
 };
 
 /// Counts are doubles: exact for integers below 2^53, and closed-form sums over millions of steps stay exact
-/// enough while never overflowing. Bytes at a level are the bytes that cross that level's interface.
+/// enough while never overflowing: one op counts at most kMaxOpCount FLOPs, and bytes per level (errors.hpp). Bytes at a level are the bytes that cross that level's interface.
 /// Every DRAM byte also passes through L2, so the builders charge DRAM traffic to L2 as well.
 struct OpCost {
     std::string name;

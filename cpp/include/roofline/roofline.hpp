@@ -36,4 +36,13 @@ struct Timing {
 /// back to vector, formats without units widen); a level the device gives no bandwidth for is not a ceiling. Zero FLOPs and zero bytes are valid.
 Timing evaluate(const OpCost& op, const Device& device, Ceilings ceilings = Ceilings::derated);
 
+/// The roof itself, for drawing it: attainable FLOP/s at arithmetic intensity `intensity` (FLOP per byte at
+/// `level`) = min(peak FLOP/s of `format` on `unit`, intensity × the level's bandwidth). The knee is
+/// Device::ridge_point(format, level, unit). Derated: the peak × the compute efficiency and DRAM bandwidth × the
+/// DRAM efficiency (measured ceilings are not derated again), as evaluate() does. Intensity 0 gives 0; an
+/// infinite intensity gives the peak. Throws InvalidArgument for a negative or NaN intensity, NotFound for a
+/// format, unit or level the device has no number for.
+double attainable_flops(const Device& device, double intensity, DType format, Level level = Level::dram,
+                        Unit unit = Unit::matrix, Ceilings ceilings = Ceilings::ideal);
+
 }  // namespace roofline

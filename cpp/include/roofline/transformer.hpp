@@ -7,6 +7,8 @@
 #include "roofline/op.hpp"
 #include "roofline/ops/attention.hpp"
 
+#include <cmath>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -121,10 +123,74 @@ struct PhaseOptions {
 /// Operators of one forward pass over `batch` sequences of `tokens` new tokens each, after `past` tokens
 /// already in the KV cache: prefill is (tokens = P, past = 0), a decode step at context c is (1, c - 1).
 /// Identical ops of different layers are merged (count). Per-device ops under tensor parallelism.
+/// (The slots of forward_slots, each instantiated by slot_cost at this point.)
 std::vector<PhaseOp> forward_ops(const Model& model, const std::vector<TensorFormat>& formats, double batch,
                                  double tokens, double past, const PhaseOptions& options);
 
+/// How a slot's cost depends on the point (batch, tokens, past) of a forward pass.
+enum class SlotKind : std::uint8_t {
+    rows,        ///< a function of its rows alone: norms, pointwise maps, embedding lookup, KV append, router softmax
+    linear,      ///< a projection through a weight tensor: mat-vec kernels up to gemv_max_rows rows, tiled GEMM above
+    moe,         ///< a mixture-of-experts projection: routed rows and the expected number of active experts
+    attention,   ///< attention over the KV cache: decode attention for one new token, tiled attention otherwise
+    all_reduce,  ///< the tensor-parallel sum of partial outputs: rows × bytes_per_row over the interconnect
+};
+
+/// The builder a `rows` slot calls, with its rows × `scale` as the first argument.
+enum class RowsBuilder : std::uint8_t { elementwise, rmsnorm, layernorm, embedding, softmax, kv_append };
+
+/// One distinct operator of a forward pass, with the number of times a pass runs it (layers that have it). Its
+/// shape is fixed by the model, formats and options; only the point (batch, tokens, past) is left to choose.
+struct OpSlot {
+    std::string name;          ///< as forward_ops names the op
+    SlotKind kind = SlotKind::rows;
+    double count = 0;          ///< instances per forward pass
+    bool per_sequence = false; ///< rows are the batch, not batch × tokens (the output head of the last token)
+    // rows: builder(rows × scale, a, b, c) in `format` (the table's format for an embedding)
+    RowsBuilder builder = RowsBuilder::elementwise;
+    double scale = 1, a = 0, b = 0, c = 0;
+    Format format;             ///< weights (linear, moe, embedding); activations otherwise
+    // linear, moe: k input features, n output features per rank; moe: experts and experts used per token
+    double k = 0, n = 0, experts = 0, top_k = 0;
+    // attention: heads and KV heads per rank, head_dim, sliding window (0: full attention)
+    double heads = 0, kv_heads = 0, head_dim = 0, window = 0;
+    double bytes_per_row = 0;  ///< all_reduce: bytes each rank contributes per row
+};
+
+/// The distinct operators of a forward pass in the order forward_ops lists them: O(tensors), built once per
+/// (model, formats, options). Throws what forward_ops throws for the model and options (tensor_parallel must divide
+/// the heads, one format per tensor).
+std::vector<OpSlot> forward_slots(const Model& model, const std::vector<TensorFormat>& formats, const PhaseOptions& options);
+
+/// Rows a slot processes at a point: batch × tokens, or the batch for per-sequence slots.
+inline double slot_rows(const OpSlot& s, double batch, double tokens) { return s.per_sequence ? batch : batch * tokens; }
+
+/// One instance of a slot at (batch, tokens, past): the operator builders' count (ops/*.hpp). all_reduce slots
+/// return an empty cost (their bytes are rows × bytes_per_row, timed on the interconnect).
+OpCost slot_cost(const OpSlot& slot, const PhaseOptions& options, double batch, double tokens, double past);
+
+/// A linear slot's GEMM over `rows` rows on `unit` with utilization 1 and its weights dequantized once: what
+/// slot_cost runs through mat-vec kernels (vector units, rows <= gemv_max_rows) or tiled kernels (matrix units).
+OpCost linear_gemm(const OpSlot& slot, const PhaseOptions& options, double rows, Unit unit);
+/// A linear slot's weights dequantized once more (vector FLOPs): what each further tile of rows costs a tiled
+/// kernel that dequantizes per tile (PhaseOptions::dequant_tile_rows > 0).
+OpCost linear_dequant_pass(const OpSlot& slot, const PhaseOptions& options);
+/// How many times beyond the first a tiled kernel dequantizes a linear slot's weights at `rows` rows: quantized
+/// weights are dequantized again for every tile of rows that reads them.
+inline double linear_extra_dequant_passes(const OpSlot& slot, const PhaseOptions& options, double rows) {
+    if (options.dequant_tile_rows > 0 && slot.format.dequant_flops_per_element > 0)
+        return std::ceil(rows / options.dequant_tile_rows) - 1;
+    return 0;
+}
+/// Fraction of the matrix units a tiled linear slot keeps busy at `rows` rows (ops::gemm_utilization).
+double linear_utilization(const OpSlot& slot, const PhaseOptions& options, double rows);
+
 /// KV-cache bytes of `batch` sequences of `context` tokens (sliding-window layers keep only their window).
 double kv_cache_bytes(const Architecture& arch, double batch, double context, const Format& kv);
+
+/// KV-cache bytes read by `gen` decode steps after a prompt of `prompt` tokens: the step at context c reads the
+/// whole cache, kv_cache_bytes(c), for c = prompt + 1 ... prompt + gen, so the total grows as gen² (summed in closed
+/// form per layer; a sliding-window layer reads at most its window).
+double kv_cache_bytes_read(const Architecture& arch, double batch, double prompt, double gen, const Format& kv);
 
 }  // namespace roofline

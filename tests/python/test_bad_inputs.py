@@ -1,0 +1,524 @@
+"""Every bad input gets one clear error: a catalogue of bad inputs across the Python API, the CLI and every file
+loader (hardware_db device JSON, model_db entries and HF configs, calibration profiles, GGUF files).
+
+Each case asserts the exception type (ValueError for a bad value, KeyError for an unknown name, FileNotFoundError for
+a missing file) and that the message names the input and what is allowed. CLI cases assert a non-zero exit, the
+message on stderr and no traceback. A batch that does not fit in memory is an answer, not an error (fits == False).
+"""
+from __future__ import annotations
+
+import copy
+import json
+import math
+import os
+import struct
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Tuple, Type
+
+import pytest
+
+import rooflinepy as rp
+
+DATA = rp.data_dir()
+L4 = json.loads((DATA / "hardware_db" / "l4.json").read_text())
+LLAMA_1B = json.loads((DATA / "model_db" / "llama-3.2-1b.json").read_text())
+HF = LLAMA_1B["config"]
+
+PROFILE = {
+    "schema_version": 1, "kind": "rooflinepy-calibration-profile", "date": "2025-06-01T12:00:00Z",
+    "tool": {"name": "pytest", "version": "1.0"},
+    "device": {"name": "NVIDIA L4", "vendor": "nvidia", "kind": "gpu", "sm_count": 58, "clock_MHz": 2040,
+               "memory_bytes": 24e9},
+    "measurements": [
+        {"ceiling": "bandwidth", "level": "dram", "kernel": "copy", "repetitions": 20, "si_unit": "B/s",
+         "min": 2.4e11, "median": 2.5e11, "max": 2.6e11, "verified": True},
+        {"ceiling": "gemm_flops", "dtype": "fp16", "unit": "matrix", "kernel": "gemm_fp16", "repetitions": 10,
+         "si_unit": "FLOP/s", "min": 9e13, "median": 1e14, "max": 1.1e14, "verified": True},
+    ],
+}
+
+
+@dataclass
+class Case:
+    id: str
+    call: Callable[[Path], object]  # gets a fresh temporary folder
+    exc: Type[BaseException]
+    needles: Tuple[str, ...]  # substrings of the message: the input, the bad value, what is allowed
+
+
+CASES = []
+
+
+def case(id, exc, *needles):
+    def register(fn):
+        CASES.append(Case(id, fn, exc, needles))
+        return fn
+    return register
+
+
+def message(e: BaseException) -> str:
+    return e.args[0] if isinstance(e, KeyError) and e.args else str(e)
+
+
+def with_changes(doc, changes):
+    """A deep copy of `doc` with dotted paths set ('memory.dram.bandwidth_GBps': -1) or deleted (value DELETE)."""
+    out = copy.deepcopy(doc)
+    for path, value in changes.items():
+        *parents, last = path.split(".")
+        node = out
+        for p in parents:
+            node = node[int(p)] if isinstance(node, list) else node[p]
+        if value is DELETE:
+            del node[last]
+        elif isinstance(node, list):
+            node[int(last)] = value
+        else:
+            node[last] = value
+    return out
+
+
+DELETE = object()
+
+
+# ---- API: operator sizes --------------------------------------------------------------------------------------
+case("gemm negative", ValueError, "gemm m", "whole number >= 0", "-1")(lambda t: rp.ops.gemm(-1, 2, 2))
+case("gemm NaN", ValueError, "gemm n", "whole number >= 0", "nan")(lambda t: rp.ops.gemm(2, math.nan, 2))
+case("gemm inf", ValueError, "gemm k", "whole number >= 0", "inf")(lambda t: rp.ops.gemm(2, 2, math.inf))
+case("gemm fractional", ValueError, "gemm m", "whole number", "1.5")(lambda t: rp.ops.gemm(1.5, 2, 2))
+case("gemm product overflows 64 bits", ValueError, "gemm", "FLOPs exceed 1e+30", "too large")(
+    lambda t: rp.ops.gemm(2**40, 2**40, 2**40))
+case("gemm size above 2^53", ValueError, "gemm m", "at most 2^53", "1e+30")(lambda t: rp.ops.gemm(1e30, 1, 1))
+case("gemm negative tile_bytes", ValueError, "gemm tile_bytes", ">= 0", "-1")(
+    lambda t: rp.ops.gemm(8, 8, 8, tile_bytes=-1))
+case("elementwise NaN FLOPs per element", ValueError, "elementwise flops_per_element", ">= 0", "nan")(
+    lambda t: rp.ops.elementwise(10, math.nan))
+case("softmax absurd rows", ValueError, "softmax rows", "at most 2^53")(lambda t: rp.ops.softmax(2.0**60, 8))
+case("attention flash without SRAM", ValueError, "sram_bytes", "> 0", "0")(
+    lambda t: rp.ops.attention(1, 8, 128, kind="flash", sram_bytes=0))
+case("attention flash SRAM too small", ValueError, "sram_bytes", "4·head_dim")(
+    lambda t: rp.ops.attention(1, 8, 128, kind="flash", sram_bytes=100))
+case("attention causal with more queries than keys", ValueError, "seq_q <= seq_kv", "seq_q 8", "seq_kv 4")(
+    lambda t: rp.ops.attention(1, 1, 8, 4, causal=True))
+case("decode_attention KV heads not dividing heads", ValueError, "kv_heads", "divide heads", "heads 8")(
+    lambda t: rp.ops.decode_attention(1, 8, 3, 128))
+case("unknown number format", KeyError, "'fp17'", "did you mean 'fp16'?", "valid:")(
+    lambda t: rp.ops.gemm(8, 8, 8, "fp17"))
+case("unknown weight format", KeyError, "'q4_k_n'", "did you mean", "Q4_K")(
+    lambda t: rp.ops.gemm(8, 8, 8, weight_dtype="q4_k_n"))
+case("unknown compute unit", KeyError, "compute unit 'tensr'", "vector, matrix")(
+    lambda t: rp.ops.gemm(8, 8, 8, unit="tensr"))
+case("unknown attention kind", KeyError, "attention kind 'flsh'", "did you mean 'flash'?", "standard, flash")(
+    lambda t: rp.ops.attention(1, 8, 128, kind="flsh"))
+
+# ---- API: devices ---------------------------------------------------------------------------------------------
+case("unknown device", KeyError, "device 'h10'", "did you mean 'h100-sxm'?", "rooflinepy.devices()")(
+    lambda t: rp.device("h10"))
+case("unknown memory level", KeyError, "memory level 'l3'", "did you mean 'l2'?", "dram, l2, sram")(
+    lambda t: rp.device("a100").bandwidth("l3"))
+case("format a device has no peak for", KeyError, "no matrix peak for 'fp64'", "it has:")(
+    lambda t: rp.device("rtx-4090").peak_flops("fp64"))
+case("ridge point of an unknown format", KeyError, "'bf17'", "did you mean 'bf16'?")(
+    lambda t: rp.device("h100").ridge_point("bf17"))
+
+# ---- API: models and estimates --------------------------------------------------------------------------------
+case("unknown model", KeyError, "model 'llama-3-8'", "did you mean 'llama-3-8b'?", "valid:")(
+    lambda t: rp.model("llama-3-8"))
+case("unknown quantization", KeyError, "quantization 'Q4_K_N'", "did you mean", "Q4_K_M")(
+    lambda t: rp.estimate("llama-3.2-1b", "Q4_K_N", "a100"))
+case("unknown engine", KeyError, "engine 'llama-cpp'", "did you mean 'llama.cpp'?", "generic, cuda-graphs")(
+    lambda t: rp.estimate("llama-3.2-1b", "Q4_K_M", "a100", engine="llama-cpp"))
+case("unknown KV cache format", KeyError, "KV cache format 'q8'", "did you mean 'q8_0'?", "f16, bf16")(
+    lambda t: rp.estimate("llama-3.2-1b", "Q4_K_M", "a100", kv_dtype="q8"))
+case("estimate batch 0", ValueError, "batch", ">= 1", "0")(
+    lambda t: rp.estimate("llama-3.2-1b", "Q4_K_M", "a100", batch=0))
+case("estimate negative batch", ValueError, "batch", "whole number >= 0", "-4")(
+    lambda t: rp.estimate("llama-3.2-1b", "Q4_K_M", "a100", batch=-4))
+case("estimate NaN batch", ValueError, "batch", "nan")(
+    lambda t: rp.estimate("llama-3.2-1b", "Q4_K_M", "a100", batch=math.nan))
+case("estimate infinite prompt", ValueError, "prompt_tokens", "inf")(
+    lambda t: rp.estimate("llama-3.2-1b", "Q4_K_M", "a100", prompt_tokens=math.inf))
+case("estimate absurd batch", ValueError, "batch", "1048576")(
+    lambda t: rp.estimate("llama-3.2-1b", "Q4_K_M", "a100", batch=2**40))
+case("estimate absurd context", ValueError, "prompt_tokens + gen_tokens", "2^30")(
+    lambda t: rp.estimate("llama-3.2-1b", "Q4_K_M", "a100", prompt_tokens=2**45))
+case("estimate nothing to do", ValueError, "prompt_tokens + gen_tokens", ">= 1")(
+    lambda t: rp.estimate("llama-3.2-1b", "Q4_K_M", "a100", prompt_tokens=0, gen_tokens=0))
+case("estimate tensor_parallel 0", ValueError, "tensor_parallel", "[1, 1024]", "0")(
+    lambda t: rp.estimate("llama-3.2-1b", "Q4_K_M", "h100", tensor_parallel=0))
+case("estimate tensor_parallel 2^64", ValueError, "tensor_parallel", "[1, 1024]")(
+    lambda t: rp.estimate("llama-3.2-1b", "Q4_K_M", "h100", tensor_parallel=2**64))
+case("tensor_parallel not dividing the heads", ValueError, "tensor_parallel 3", "must divide the heads (32)")(
+    lambda t: rp.estimate("llama-3.2-1b", "Q4_K_M", "h100", tensor_parallel=3))
+case("tensor_parallel without an interconnect", ValueError, "tensor_parallel 2", "interconnect", "m4-max-40c")(
+    lambda t: rp.estimate("llama-3.2-1b", "Q4_K_M", "m4-max-40c", tensor_parallel=2))
+case("speculative acceptance above 1", ValueError, "acceptance", "[0, 1]", "1.5")(
+    lambda t: rp.estimate("llama-3.1-8b", "Q4_K_M", "a100", draft_model="llama-3.2-1b", draft_tokens=4,
+                          acceptance=1.5))
+case("speculative without draft tokens", ValueError, "draft_tokens", "[1, 1024]")(
+    lambda t: rp.estimate("llama-3.1-8b", "Q4_K_M", "a100", draft_model="llama-3.2-1b", draft_tokens=0,
+                          acceptance=0.7))
+case("quant 'gguf' of a catalogue model", ValueError, "quant 'gguf'", "GGUF file")(
+    lambda t: rp.estimate("llama-3.2-1b", "gguf", "a100"))
+case("weight bytes of an unknown quantization", KeyError, "quantization 'q9'", "valid:")(
+    lambda t: rp.model("llama-3.2-1b").weight_bytes("q9"))
+
+# ---- API: calibration from measurements -----------------------------------------------------------------------
+TG = {"model": "llama-3.2-1b", "quant": "Q4_K_M", "test": "tg128", "tokens_per_s": 150.0}
+case("calibration without measurements", ValueError, "at least one measurement")(
+    lambda t: rp.calibrate_from_measurements("a100", []))
+case("measurement lacking fields", ValueError, "measurement 0 lacks", "quant, tokens_per_s", "test (ppN/tgN)")(
+    lambda t: rp.calibrate_from_measurements("a100", [{"model": "llama-3.2-1b"}]))
+case("measurement with zero tokens/s", ValueError, "measurement 0 tokens_per_s", "> 0", "0")(
+    lambda t: rp.calibrate_from_measurements("a100", [dict(TG, tokens_per_s=0)]))
+case("measurement with NaN tokens/s", ValueError, "measurement 0 tokens_per_s", "nan")(
+    lambda t: rp.calibrate_from_measurements("a100", [dict(TG, tokens_per_s=math.nan)]))
+case("measurement tokens/s not a number", ValueError, "measurement 1", "tokens_per_s", "'fast'", "a number")(
+    lambda t: rp.calibrate_from_measurements("a100", [TG, dict(TG, tokens_per_s="fast")]))
+case("measurement with a bad test name", ValueError, "test 'tg'", "ppN, tgN or ppN+tgM")(
+    lambda t: rp.calibrate_from_measurements("a100", [dict(TG, test="tg")]))
+case("measurement with batch 0", ValueError, "measurement 0 batch", ">= 1")(
+    lambda t: rp.calibrate_from_measurements("a100", [dict(TG, batch=0)]))
+case("measurement of an unknown model", KeyError, "model 'llama-9b'", "valid:")(
+    lambda t: rp.calibrate_from_measurements("a100", [dict(TG, model="llama-9b")]))
+case("roofline fit with too few points", ValueError, "at least 3 sweep points", "got 2")(
+    lambda t: rp.calibration.fit_roofline([(1e9, 1e9, 1e-3), (2e9, 1e9, 2e-3)]))
+
+
+# ---- HF config.json (Model.from_hf_config: a dict or a file) --------------------------------------------------
+def hf(**changes):
+    return lambda t: rp.Model.from_hf_config(with_changes(HF, changes))
+
+
+case("heads not dividing hidden size", ValueError, "head_dim must be a whole number", "hidden_size 2048",
+     "num_attention_heads 30")(hf(num_attention_heads=30, num_key_value_heads=6, head_dim=DELETE))
+case("KV heads not dividing heads", ValueError, "num_key_value_heads (5) must divide num_attention_heads (32)")(
+    hf(num_key_value_heads=5))
+case("unknown model_type", ValueError, "model_type 'lama'", "did you mean 'llama'?", "supported: llama")(
+    hf(model_type="lama"))
+case("HF field of the wrong JSON type", ValueError, "<dict>", "'hidden_size'", "must be a number", '"2048"')(
+    hf(hidden_size="2048"))
+case("HF required field missing", ValueError, "<dict>", "'vocab_size'", "required")(hf(vocab_size=DELETE))
+case("HF negative size", ValueError, "'intermediate_size'", "[0, 1e12]", "-1")(hf(intermediate_size=-1))
+case("HF activation not a string", ValueError, "'hidden_act'", "must be a string", "3")(hf(hidden_act=3))
+case("HF flag not a boolean", ValueError, "'tie_word_embeddings'", "true or false", '"yes"')(
+    hf(tie_word_embeddings="yes"))
+case("HF ten million layers", ValueError, "num_hidden_layers", "[1, 10000]", "10000000")(
+    hf(num_hidden_layers=10**7))
+case("HF absurd hidden size", ValueError, "hidden_size", "[1, 1048576]")(hf(hidden_size=2**30, head_dim=64))
+case("HF absurd vocabulary", ValueError, "vocab_size", "[1, 16777216]")(hf(vocab_size=10**11))
+case("HF config that is not an object", ValueError, "must be a JSON object")(
+    lambda t: rp._core.Model.from_hf_config("[1, 2]", "list.json"))
+
+
+def hf_file(text: str):
+    def call(t: Path):
+        p = t / "config.json"
+        p.write_text(text)
+        return rp.Model.from_hf_config(p)
+    return call
+
+
+case("HF config file with invalid JSON", ValueError, "config.json", "not valid JSON")(hf_file('{"model_type": '))
+case("HF config file missing", FileNotFoundError, "nope/config.json")(
+    lambda t: rp.Model.from_hf_config(t / "nope" / "config.json"))
+
+
+# ---- model_db entries (Model.from_catalog_entry, the loader of rp.model) ----------------------------------------
+def entry(**changes):
+    return lambda t: rp._core.Model.from_catalog_entry(json.dumps(with_changes(LLAMA_1B, changes)), "llama-3.2-1b.json")
+
+
+case("model_db unknown field", ValueError, "llama-3.2-1b.json", "'paramters_reported'", "not a known field",
+     "did you mean 'parameters_reported'?")(entry(paramters_reported={"value": 1, "source": "x"}))
+case("model_db missing config", ValueError, "llama-3.2-1b.json", "'config'", "required")(entry(config=DELETE))
+case("model_db config of the wrong type", ValueError, "llama-3.2-1b.json (config)", "must be a JSON object")(
+    entry(config=[1, 2]))
+case("model_db id of the wrong type", ValueError, "'id'", "must be a string", "7")(entry(id=7))
+case("model_db negative reported parameters", ValueError, "'parameters_reported.value'", "(0,", "-5")(
+    entry(parameters_reported={"value": -5, "source": "somewhere"}))
+
+
+# ---- hardware_db device JSON (rp.load_device) -----------------------------------------------------------------
+def device_file(changes=None, text=None, name="l4.json"):
+    def call(t: Path):
+        p = t / name
+        p.write_text(text if text is not None else json.dumps(with_changes(L4, changes or {})))
+        return rp.load_device(p)
+    return call
+
+
+case("device negative bandwidth", ValueError, "l4.json", "'memory.dram.bandwidth_GBps'", "[1e-09, 1e+06]", "-1")(
+    device_file({"memory.dram.bandwidth_GBps": -1}))
+case("device bandwidth in B/s instead of GB/s", ValueError, "'memory.dram.bandwidth_GBps'", "1e+06", "300000000000")(
+    device_file({"memory.dram.bandwidth_GBps": 300e9}))
+case("device vanishing peak", ValueError, "'compute[0].peak_TFLOPS'", "[1e-12, 1e+06]", "1e-300")(
+    device_file({"compute.0.peak_TFLOPS": 1e-300}))
+case("device efficiency above 1", ValueError, "'efficiency.compute'", "[0.001, 1]", "1.5")(
+    device_file({"efficiency.compute": 1.5}))
+case("device wrong JSON type", ValueError, "'memory.dram.capacity_GiB'", "must be a number", '"24"')(
+    device_file({"memory.dram.capacity_GiB": "24"}))
+case("device missing required field", ValueError, "l4.json", "'efficiency'", "required but missing")(
+    device_file({"efficiency": DELETE}))
+case("device unknown field", ValueError, "'memory.dram.bandwith_GBps'", "not a known field",
+     "did you mean 'bandwidth_GBps'?")(device_file({"memory.dram.bandwith_GBps": 300}))
+case("device unknown vendor", ValueError, "'vendor'", "one of nvidia, amd", "'nvidai'")(
+    device_file({"vendor": "nvidai"}))
+case("device unknown number format", ValueError, "'compute[1].format'", "fp16", "'fp17'")(
+    device_file({"compute.1.format": "fp17"}))
+case("device schema version", ValueError, "'schema_version'", "at most 1", "2")(device_file({"schema_version": 2}))
+case("device id not matching the file name", ValueError, "'id'", "'l4'", "named 'l5.json'")(
+    device_file(name="l5.json"))
+case("device file with invalid JSON", ValueError, "l4.json", "not valid JSON")(device_file(text="{\"id\": "))
+case("device file missing", FileNotFoundError, "missing.json", "no such file")(
+    lambda t: rp.load_device(t / "missing.json"))
+case("device path is a folder", FileNotFoundError, "is a directory")(lambda t: rp.load_device(t))
+
+
+# ---- calibration profiles (rp.device_from_profile, Device.calibrated) -----------------------------------------
+def profile(changes=None, apply_to=None, cpu=False):
+    def call(t: Path):
+        doc = with_changes(PROFILE, changes or {})
+        p = t / "profile.json"
+        p.write_text(json.dumps(doc))
+        if apply_to:
+            return rp.device(apply_to).calibrated(p)
+        return rp.device_from_profile(p)
+    return call
+
+
+case("profile of another kind", ValueError, "profile.json", "'kind'", "'rooflinepy-calibration-profile'")(
+    profile({"kind": "something-else"}))
+case("profile date not ISO 8601", ValueError, "'date'", "ISO 8601 UTC", "'yesterday'")(profile({"date": "yesterday"}))
+case("profile si_unit not matching the ceiling", ValueError, "'measurements[0].si_unit'", "'B/s'", "'FLOP/s'")(
+    profile({"measurements.0.si_unit": "FLOP/s"}))
+case("profile median outside [min, max]", ValueError, "'measurements[0].median'", "[min, max]")(
+    profile({"measurements.0.median": 9e11}))
+case("profile vanishing bandwidth", ValueError, "'measurements[0].min'", "at least 1 B/s", "1e-300")(
+    profile({"measurements.0.min": 1e-300}))
+case("profile unknown field", ValueError, "'measurements[1].kernal'", "not a known field", "did you mean 'kernel'?")(
+    profile({"measurements.1.kernal": "x"}))
+case("profile missing verified", ValueError, "'measurements[0].verified'", "required")(
+    profile({"measurements.0.verified": DELETE}))
+case("profile bandwidth without level", ValueError, "'measurements[0].level'", "dram, l2, sram")(
+    profile({"measurements.0.level": DELETE}))
+case("profile unknown dtype", ValueError, "'measurements[1].dtype'", "fp16", "'half-ish'")(
+    profile({"measurements.1.dtype": "half-ish"}))
+case("profile wrong JSON type", ValueError, "'measurements[0].repetitions'", "must be an integer", '"20"')(
+    profile({"measurements.0.repetitions": "20"}))
+case("profile lacking what a device needs", ValueError, "'device.clock_MHz'", "required to build a device")(
+    profile({"device.clock_MHz": DELETE}))
+case("CPU profile applied to a GPU", ValueError, "'device.kind'", "'cpu'", "l4")(
+    profile({"device.kind": "cpu"}, apply_to="l4"))
+case("profile file missing", FileNotFoundError, "nothing.json")(lambda t: rp.device_from_profile(t / "nothing.json"))
+
+
+# ---- GGUF files (rp.Model.from_gguf), built byte by byte ------------------------------------------------------
+def gstr(s) -> bytes:
+    b = s.encode() if isinstance(s, str) else s
+    return struct.pack("<Q", len(b)) + b
+
+
+U32, F32, STRING, ARRAY, U64 = 4, 6, 8, 9, 10
+
+
+def kv(key, vtype, value) -> bytes:
+    out = gstr(key) + struct.pack("<I", vtype)
+    if vtype == U32:
+        return out + struct.pack("<I", value)
+    if vtype == U64:
+        return out + struct.pack("<Q", value)
+    if vtype == F32:
+        return out + struct.pack("<f", value)
+    if vtype == STRING:
+        return out + gstr(value)
+    raise ValueError(vtype)
+
+
+LLAMA_KV = [("general.architecture", STRING, "llama"), ("llama.block_count", U32, 1),
+            ("llama.embedding_length", U32, 64), ("llama.attention.head_count", U32, 2),
+            ("llama.feed_forward_length", U32, 128)]
+# name, shape (ne0 first), ggml type (0 = F32, 1 = F16)
+LLAMA_TENSORS = [("token_embd.weight", [64, 10], 1), ("blk.0.attn_norm.weight", [64], 0),
+                 ("blk.0.attn_q.weight", [64, 64], 1), ("blk.0.attn_k.weight", [64, 64], 1),
+                 ("blk.0.attn_v.weight", [64, 64], 1), ("blk.0.attn_output.weight", [64, 64], 1),
+                 ("blk.0.ffn_norm.weight", [64], 0), ("blk.0.ffn_gate.weight", [64, 128], 1),
+                 ("blk.0.ffn_up.weight", [64, 128], 1), ("blk.0.ffn_down.weight", [128, 64], 1),
+                 ("output_norm.weight", [64], 0)]
+
+
+def gguf_bytes(kvs=LLAMA_KV, tensors=LLAMA_TENSORS, magic=b"GGUF", version=3, n_tensors=None, n_kv=None,
+               offsets=None, raw_kv=b"", data=True) -> bytes:
+    """A GGUF v2/v3 file: header, metadata, tensor infos, padding to 32, then zero-filled tensor data."""
+    head = magic + struct.pack("<IQQ", version, len(tensors) if n_tensors is None else n_tensors,
+                               len(kvs) + (1 if raw_kv else 0) if n_kv is None else n_kv)
+    body = b"".join(kv(*x) for x in kvs) + raw_kv
+    offset, infos = 0, b""
+    for i, (name, shape, ggml_type) in enumerate(tensors):
+        size = math.prod(shape) * (4 if ggml_type == 0 else 2)
+        off = offsets[i] if offsets else offset
+        infos += gstr(name) + struct.pack("<I", len(shape)) + b"".join(struct.pack("<Q", d) for d in shape)
+        infos += struct.pack("<IQ", ggml_type, off)
+        offset += (size + 31) // 32 * 32
+    out = head + body + infos
+    out += b"\0" * ((32 - len(out) % 32) % 32)
+    return out + (b"\0" * offset if data else b"")
+
+
+def gguf_file(blob: bytes):
+    def call(t: Path):
+        p = t / "model.gguf"
+        p.write_bytes(blob)
+        return rp.Model.from_gguf(p)
+    return call
+
+
+def test_gguf_builder_makes_a_valid_file(tmp_path):
+    m = gguf_file(gguf_bytes())(tmp_path)
+    assert m.arch.n_layer == 1 and m.arch.hidden == 64 and m.parameters > 0
+    e = rp.estimate(m, "gguf", "a100", prompt_tokens=16, gen_tokens=4)
+    assert e.fits and e.decode_tokens_per_s > 0
+
+
+VALID = gguf_bytes()
+case("GGUF wrong magic", ValueError, "model.gguf", "not a GGUF file", "not 'GGUF'")(
+    gguf_file(gguf_bytes(magic=b"GGML")))
+case("GGUF version 1", ValueError, "model.gguf", "version 1 is not supported", "versions 2 and 3")(
+    gguf_file(gguf_bytes(version=1)))
+case("GGUF version 4", ValueError, "GGUF version 4", "versions 2 and 3")(gguf_file(gguf_bytes(version=4)))
+case("GGUF big-endian", ValueError, "big-endian", "little-endian")(gguf_file(gguf_bytes(version=3 << 24)))
+case("GGUF empty file", ValueError, "model.gguf", "truncated", "magic")(gguf_file(b""))
+case("GGUF truncated in the metadata", ValueError, "model.gguf", "at byte 8", "bytes are left (truncated")(gguf_file(VALID[:100]))
+case("GGUF truncated tensor data", ValueError, "runs past the end of the file", "truncated?")(
+    gguf_file(VALID[:-64]))
+case("GGUF oversized tensor count", ValueError, "tensor count 1099511627776", "limit", "max_tensors")(
+    gguf_file(gguf_bytes(n_tensors=2**40)))
+case("GGUF tensor count beyond the file", ValueError, "claims 100000 tensors", "bytes are left")(
+    gguf_file(gguf_bytes(n_tensors=100000)))
+case("GGUF oversized metadata count", ValueError, "metadata count 18446744073709551615", "max_kv")(
+    gguf_file(gguf_bytes(n_kv=2**64 - 1)))
+case("GGUF oversized string length", ValueError, "is 1152921504606846976 bytes long", "at most")(
+    gguf_file(gguf_bytes(raw_kv=struct.pack("<Q", 2**60) + b"general.x")))
+case("GGUF oversized array count", ValueError, "claims 4294967296 uint32 elements", "bytes are left")(
+    gguf_file(gguf_bytes(raw_kv=gstr("general.arr") + struct.pack("<IIQ", ARRAY, U32, 2**32))))
+case("GGUF misaligned tensor offset", ValueError, "data offset 4", "not a multiple of the alignment 32")(
+    gguf_file(gguf_bytes(offsets=[0, 4] + [0] * 9)))
+case("GGUF alignment not a power of two", ValueError, "general.alignment", "power of two")(
+    gguf_file(gguf_bytes(kvs=LLAMA_KV + [("general.alignment", U32, 48)])))
+case("GGUF unknown tensor type", ValueError, "unknown ggml type id 99", "known: F32, F16")(
+    gguf_file(gguf_bytes(tensors=[("token_embd.weight", [64, 10], 99)])))
+case("GGUF too many dimensions", ValueError, "has 5 dimensions", "at most 4")(
+    gguf_file(gguf_bytes(tensors=[("token_embd.weight", [2, 2, 2, 2, 2], 0)])))
+case("GGUF shape product overflows 64 bits", ValueError, "more than 2^63-1 elements")(
+    gguf_file(gguf_bytes(tensors=[("token_embd.weight", [2**32, 2**32], 0)], data=False)))
+case("GGUF missing architecture key", ValueError, "'llama.block_count'", "required")(
+    gguf_file(gguf_bytes(kvs=[k for k in LLAMA_KV if k[0] != "llama.block_count"])))
+case("GGUF unsupported architecture", ValueError, "general.architecture 'mamba'", "supported:", "llama")(
+    gguf_file(gguf_bytes(kvs=[("general.architecture", STRING, "mamba")] + LLAMA_KV[1:])))
+case("GGUF NaN layer count", ValueError, "'llama.block_count'", "float32 nan", "whole number within [0, 10000]")(
+    gguf_file(gguf_bytes(kvs=[LLAMA_KV[0], ("llama.block_count", F32, math.nan)] + LLAMA_KV[2:])))
+case("GGUF absurd layer count", ValueError, "llama.block_count", "[0, 10000]", "4000000000")(
+    gguf_file(gguf_bytes(kvs=[LLAMA_KV[0], ("llama.block_count", U32, 4000000000)] + LLAMA_KV[2:])))
+case("GGUF projection that is not a matrix", ValueError, "'blk.0.attn_q.weight'", "shape [64]", "must be a matrix")(
+    gguf_file(gguf_bytes(tensors=[t if t[0] != "blk.0.attn_q.weight" else (t[0], [64], 1) for t in LLAMA_TENSORS])))
+case("GGUF heads not dividing the width", ValueError, "head_dim must be a whole number", "hidden_size 64")(
+    gguf_file(gguf_bytes(kvs=LLAMA_KV[:3] + [("llama.attention.head_count", U32, 3)] + LLAMA_KV[4:])))
+case("GGUF file missing", FileNotFoundError, "absent.gguf")(lambda t: rp.Model.from_gguf(t / "absent.gguf"))
+case("GGUF path is a folder", FileNotFoundError, "is a directory")(lambda t: rp.Model.from_gguf(t))
+
+
+@pytest.mark.parametrize("c", CASES, ids=[c.id for c in CASES])
+def test_bad_input_gets_one_clear_error(c: Case, tmp_path):
+    with pytest.raises(c.exc) as info:
+        c.call(tmp_path)
+    msg = message(info.value)
+    for needle in c.needles:
+        assert needle in msg, f"{needle!r} not in {msg!r}"
+    assert "Traceback" not in msg and "json.exception" not in msg
+
+
+def test_the_catalogue_is_large_enough():
+    assert len(CASES) + len(CLI_CASES) >= 40
+
+
+# ---- answers, not errors --------------------------------------------------------------------------------------
+def test_a_batch_that_does_not_fit_is_an_answer():
+    e = rp.estimate("llama-3.1-70b", "BF16", "rtx-4090", batch=64, prompt_tokens=4096, gen_tokens=256)
+    assert e.fits is False
+    assert e.memory["total"] > e.memory["capacity"] > 0
+    for k, v in e.to_dict().items():
+        if isinstance(v, float):
+            assert math.isfinite(v) and v >= 0, (k, v)
+    assert e.max_batch < 64
+
+
+def test_zero_sized_ops_evaluate_cleanly():
+    for op in (rp.ops.gemm(0, 0, 0), rp.ops.elementwise(0), rp.ops.softmax(0, 0)):
+        t = rp.device("a100").time(op)
+        assert t.seconds >= 0 and math.isfinite(t.seconds)
+
+
+def test_clamped_sliding_window_settings_load():
+    """Once a crash (a window layer index cast from 1e12): out-of-range layer settings mean 'no such layer'."""
+    cfg = {"model_type": "qwen2", "hidden_size": 96, "num_hidden_layers": 2, "num_attention_heads": 3,
+           "vocab_size": 10, "intermediate_size": 10, "sliding_window": 4, "use_sliding_window": True,
+           "max_window_layers": 1e12}
+    m = rp.Model.from_hf_config(cfg)
+    assert list(m.arch.window) == [0, 0]
+
+
+# ---- CLI: non-zero exit, the message on stderr, no traceback -------------------------------------------------
+def cli(*args, env=None):
+    full_env = dict(os.environ, **(env or {}))
+    return subprocess.run([sys.executable, "-m", "rooflinepy", *args], capture_output=True, text=True, env=full_env,
+                          cwd="/")
+
+
+def bad_model_db(t: Path) -> dict:
+    folder = t / "model_db"
+    folder.mkdir()
+    doc = with_changes(LLAMA_1B, {"config.num_key_value_heads": 5})
+    (folder / "llama-3.2-1b.json").write_text(json.dumps(doc))
+    return {"ROOFLINEPY_MODEL_DB": str(folder)}
+
+
+def bad_hardware_db(t: Path) -> dict:
+    folder = t / "hardware_db"
+    folder.mkdir()
+    (folder / "l4.json").write_text(json.dumps(with_changes(L4, {"efficiency.dram_bandwidth": 0})))
+    return {"ROOFLINEPY_HARDWARE_DB": str(folder)}
+
+
+CLI_CASES = [
+    ("unknown device", ["device", "h10"], None, ["unknown device 'h10'", "did you mean 'h100-sxm'?"]),
+    ("unknown model", ["estimate", "-m", "llama-3-8", "-d", "a100"], None, ["llama-3-8", "did you mean 'llama-3-8b'?"]),
+    ("unknown quant", ["estimate", "-m", "llama-3.2-1b", "-q", "Q4_K_N", "-d", "a100"], None,
+     ["quantization 'Q4_K_N'", "did you mean"]),
+    ("unknown engine", ["estimate", "-m", "llama-3.2-1b", "-d", "a100", "--engine", "vllm"], None,
+     ["unknown engine 'vllm'", "llama.cpp, generic, cuda-graphs"]),
+    ("batch 0", ["estimate", "-m", "llama-3.2-1b", "-d", "a100", "-b", "0"], None, ["batch", ">= 1"]),
+    ("batch not a number", ["estimate", "-m", "llama-3.2-1b", "-d", "a100", "-b", "eight"], None,
+     ["-b/--batch", "whole numbers", "'eight'"]),
+    ("tensor parallel not dividing heads", ["estimate", "-m", "llama-3.2-1b", "-d", "h100", "-tp", "3"], None,
+     ["tensor_parallel 3", "divide"]),
+    ("negative gemm size", ["op", "gemm", "--m", "-1", "--n", "2", "--k", "2"], None, ["gemm m", "whole number >= 0"]),
+    ("gemm product overflow", ["op", "gemm", "--m", str(2**40), "--n", str(2**40), "--k", str(2**40)], None,
+     ["gemm", "exceed 1e+30"]),
+    ("missing profile", ["calibrate", "report", "/nonexistent/profile.json"], None,
+     ["/nonexistent/profile.json", "no such file"]),
+    ("bad model_db entry", ["estimate", "-m", "llama-3.2-1b", "-d", "a100"], bad_model_db,
+     ["llama-3.2-1b.json", "num_key_value_heads (5) must divide num_attention_heads (32)"]),
+    ("bad hardware_db file", ["device", "l4"], bad_hardware_db,
+     ["l4.json", "'efficiency.dram_bandwidth'", "[0.001, 1]"]),
+]
+
+
+@pytest.mark.parametrize("args, env, needles", [c[1:] for c in CLI_CASES], ids=[c[0] for c in CLI_CASES])
+def test_cli_bad_input_exits_nonzero_with_message_no_traceback(args, env, needles, tmp_path):
+    proc = cli(*args, env=env(tmp_path) if env else None)
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr, proc.stderr
+    for needle in needles:
+        assert needle in proc.stderr, f"{needle!r} not in {proc.stderr!r}"

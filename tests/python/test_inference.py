@@ -1,0 +1,140 @@
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+import rooflinepy as rp
+
+REQUIRED_MODELS = ["qwen3-4b", "qwen3-8b", "qwen3-30b-a3b", "llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3.1-8b",
+                   "llama-3.1-70b", "llama-3.2-1b", "llama-3.2-3b", "mistral-7b", "mixtral-8x7b", "qwen2.5-7b",
+                   "gemma-2-9b", "gemma-3-4b", "phi-3-mini", "gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl"]
+
+
+def test_catalogue_has_the_required_models_and_every_entry_loads():
+    ids = rp.models()
+    assert set(REQUIRED_MODELS) <= set(ids)
+    for mid in ids:
+        m = rp.model(mid)
+        assert m.parameters > 0
+        if m.arch.parameters_reported:
+            assert m.parameters == pytest.approx(m.arch.parameters_reported, rel=0.01), mid
+
+
+def test_model_lookup_errors():
+    with pytest.raises(KeyError, match="did you mean 'qwen3-4b'"):
+        rp.model("qwen3-4bb")
+
+
+def test_from_hf_config_path_and_dict(tmp_path, repo):
+    cfg = json.loads((repo / "model_db" / "llama-2-7b.json").read_text())["config"]
+    a = rp.Model.from_hf_config(cfg)
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    b = rp.Model.from_hf_config(p)
+    assert a.parameters == b.parameters == 6738415616
+    with pytest.raises(FileNotFoundError, match="missing.json"):
+        rp.Model.from_hf_config(tmp_path / "missing.json")
+    with pytest.raises(ValueError, match="model_type 'bert' is not supported"):
+        rp.Model.from_hf_config({"model_type": "bert"})
+
+
+def test_quants_and_weight_bytes():
+    q = rp.quants()
+    for name in ("Q4_K_M", "Q8_0", "BF16", "int4-g128", "fp8", "nvfp4"):
+        assert name in q
+    m = rp.model("llama-2-7b")
+    assert m.weight_bytes("Q4_K_M") / 2**30 == pytest.approx(3.80, abs=0.005)
+    assert 8 * m.weight_bytes("Q4_K_M") / m.parameters == pytest.approx(4.84, abs=0.005)
+    df = m.tensors("Q4_K_M")
+    assert set(df["type"]) >= {"Q4_K", "Q6_K", "F32"}
+    assert df["bytes"].sum() == pytest.approx(m.weight_bytes("Q4_K_M"))
+
+
+def test_estimate_fields_and_breakdown():
+    est = rp.estimate(model="qwen3-4b", quant="Q4_K_M", device="m4-pro", prompt_tokens=512, gen_tokens=128,
+                      batch=1, kv_dtype="f16", flash_attention=False, engine="llama.cpp")
+    for f in ("prefill_tokens_per_s", "decode_tokens_per_s", "ttft_s", "total_s"):
+        assert math.isfinite(getattr(est, f)) and getattr(est, f) > 0
+    assert est.total_s == pytest.approx(est.prefill_s + est.decode_s)
+    assert est.ttft_s == pytest.approx(est.prefill_s)
+    assert set(est.memory) >= {"weights", "kv_cache", "activations", "total"}
+    assert est.fits
+    assert est.ceilings["decode_bound"] == "memory:dram"
+    bd = est.breakdown
+    assert list(bd.columns) == ["phase", "op", "count", "flops", "bytes", "intensity", "seconds", "bound"]
+    assert bd[bd.phase == "decode"].seconds.sum() == pytest.approx(est.decode_s, rel=1e-9)
+    assert bd[bd.phase == "prefill"].seconds.sum() == pytest.approx(est.prefill_s, rel=1e-9)
+    d = est.to_dict()
+    json.dumps(d)
+    assert d["decode_tokens_per_s"] == est.decode_tokens_per_s
+    assert "fits" in repr(est)
+
+
+def test_batch_that_does_not_fit_is_an_answer():
+    est = rp.estimate(model="llama-3.1-70b", quant="BF16", device="rtx-4090", prompt_tokens=512, gen_tokens=16)
+    assert est.fits is False
+    assert est.memory["total"] > est.memory["capacity"]
+
+
+def test_gqa_mha_and_kv_formats_change_kv_bytes():
+    mha = rp.estimate(model="llama-2-7b", quant="Q4_0", device="a100", prompt_tokens=4096, gen_tokens=1)
+    gqa = rp.estimate(model="llama-3.1-8b", quant="Q4_0", device="a100", prompt_tokens=4096, gen_tokens=1)
+    assert mha.memory["kv_cache"] == pytest.approx(4 * gqa.memory["kv_cache"], rel=0.01)
+    q8 = rp.estimate(model="llama-3.1-8b", quant="Q4_0", device="a100", prompt_tokens=4096, gen_tokens=1,
+                     kv_dtype="q8_0")
+    assert q8.memory["kv_cache"] == pytest.approx(gqa.memory["kv_cache"] * 34 / 64, rel=0.001)
+
+
+def test_moe_reads_only_active_experts_in_decode():
+    dense_like = rp.model("qwen3-30b-a3b")
+    e = rp.estimate(model=dense_like, quant="Q4_K_M", device="h100-sxm", prompt_tokens=0, gen_tokens=64,
+                    engine="generic")
+    bytes_per_token = e.breakdown.query("phase == 'decode'").bytes.sum() / 64
+    assert bytes_per_token < 0.25 * e.weight_bytes  # 8 of 128 experts per token
+
+
+def test_calibrate_from_measurements_example():
+    cal, rep = rp.calibrate_from_measurements(
+        "m1-max-32c", [{"model": "llama-2-7b", "quant": "Q8_0", "test": "tg128", "tokens_per_s": 40.2}],
+        engine="llama.cpp", return_report=True)
+    est = rp.estimate(model="llama-2-7b", quant="Q8_0", device=cal, prompt_tokens=0, gen_tokens=128)
+    assert est.decode_tokens_per_s == pytest.approx(40.2, rel=0.02)
+    assert rep.rms_relative_error_after < 0.02
+    other = rp.estimate(model="llama-2-7b", quant="Q4_0", device=cal, prompt_tokens=0, gen_tokens=128)
+    assert other.decode_tokens_per_s > est.decode_tokens_per_s
+    with pytest.raises(ValueError, match="lacks tokens_per_s"):
+        rp.calibrate_from_measurements("m1-max-32c", [{"model": "llama-2-7b", "quant": "Q8_0", "test": "tg128"}])
+    with pytest.raises(ValueError, match="llama-bench's form"):
+        rp.calibrate_from_measurements("m1-max-32c", [{"model": "llama-2-7b", "quant": "Q8_0", "test": "t128",
+                                                       "tokens_per_s": 3}])
+
+
+def test_speculative_and_tensor_parallel():
+    base = dict(model="llama-3.1-8b", quant="bf16", device="h100-sxm", prompt_tokens=128, gen_tokens=128,
+                engine="cuda-graphs")
+    plain = rp.estimate(**base)
+    spec = rp.estimate(draft_model="llama-3.2-1b", draft_tokens=4, acceptance=0.8, **base)
+    assert spec.speculative_tokens_per_cycle == pytest.approx((1 - 0.8 ** 5) / 0.2)
+    assert spec.decode_tokens_per_s > plain.decode_tokens_per_s
+    tp = rp.estimate(tensor_parallel=2, **base)
+    assert tp.decode_tokens_per_s > plain.decode_tokens_per_s
+
+
+def test_cli_estimate_llama_bench_rows():
+    out = subprocess.run([sys.executable, "-m", "rooflinepy", "estimate", "-m", "qwen3-4b", "-q", "BF16,Q8_0,Q4_K_M",
+                          "-d", "m4-pro"], capture_output=True, text=True, check=True).stdout
+    for token in ("pp512", "tg128", "Q4_K_M", "8.05 GB", "4.02 B", "m4-pro-20c", "memory:dram", "compute"):
+        assert token in out
+    data = json.loads(subprocess.run([sys.executable, "-m", "rooflinepy", "estimate", "-m", "qwen3-4b", "-q", "Q8_0",
+                                      "-d", "m4-pro", "-p", "256", "-n", "32", "-b", "1,4", "--json"],
+                                     capture_output=True, text=True, check=True).stdout)
+    assert [(d["test"], d["batch"]) for d in data] == [("pp256", 1), ("tg32", 1), ("pp256", 4), ("tg32", 4)]
+
+
+def test_cli_models_and_validate():
+    out = subprocess.run([sys.executable, "-m", "rooflinepy", "models"], capture_output=True, text=True, check=True).stdout
+    assert "qwen3-30b-a3b" in out
+    out = subprocess.run([sys.executable, "-m", "rooflinepy", "validate"], capture_output=True, text=True, check=True).stdout
+    assert "MAPE" in out and "pure roofline" in out and "seed_m4_pro" in out

@@ -1,0 +1,101 @@
+"""The estimator against published measurements (CSV files beside this test, each row with its source).
+
+Tolerances are the ones each table states: the seed's llama-bench runs on an M4 Pro within 5 % (tg) and 10 % (pp),
+gpt-fast's A100 runs within 15 %. Points the model does not reach are listed in KNOWN_MISSES with the reason, and
+the test checks they stay misses of that sign and size (so an improvement shows up as a test to update).
+"""
+import pytest
+
+import rooflinepy as rp
+from rooflinepy import validation
+
+RESULTS = validation.run()
+
+# (table, model, quant, tp) -> (reason, lower, upper bound of the relative error we currently get)
+KNOWN_MISSES = {
+    ("gpt_fast_a100", "llama-2-70b", "int4-g32", 1): (
+        "gpt-fast's int4 kernel reaches ~65 % of the bandwidth its bf16 path does at 70B; the roofline with "
+        "overlapped dequantization predicts the bandwidth-bound time", 0.15, 0.40),
+    ("gpt_fast_a100", "llama-2-7b", "bf16", 8): (
+        "8-way tensor parallel: the measured per-token fixed cost (~2.0 ms) is below our kernels x 4 us plus "
+        "ring all-reduce steps", -0.25, -0.15),
+}
+
+
+def _key(r):
+    return (r.table, r.model, r.quant, r.tp)
+
+
+@pytest.mark.parametrize("row", list(RESULTS.itertuples()), ids=lambda r: f"{r.table}-{r.model}-{r.quant}-{r.test}-tp{r.tp}")
+def test_point_within_its_tolerance(row):
+    if _key(row) in KNOWN_MISSES:
+        reason, lo, hi = KNOWN_MISSES[_key(row)]
+        assert lo <= row.error <= hi, f"known miss moved ({reason}): error {row.error:+.3f}"
+        pytest.xfail(f"{row.error:+.1%} outside ±{row.tolerance:.0%}: {reason}")
+    assert abs(row.error) <= row.tolerance, f"{row.model} {row.quant} {row.test}: {row.error:+.1%} vs ±{row.tolerance:.0%}"
+
+
+def test_estimator_beats_the_pure_roofline_on_every_table():
+    for table, s in validation.mape(RESULTS).items():
+        assert s["estimator"] < s["roofline"], table
+
+
+def test_pure_roofline_overestimates_decode():
+    decode = RESULTS[RESULTS.test.str.startswith("tg")]
+    assert (decode.roofline_error > 0).all()
+
+
+def test_seed_ceilings_bandwidth_over_size():
+    """Seed: M4 Pro (273 GB/s) ceilings 34 / 64 / 109 tokens/s for Qwen3-4B BF16 / Q8_0 / Q4_K_M.
+
+    The seed divides by llama-bench's file sizes (8.05 / 4.28 / 2.50 GB), which include ~7 MB of GGUF metadata
+    (the 152k-token vocabulary); the library divides by the tensor bytes it computes, 8.045 / 4.274 / 2.491 GB,
+    so its Q4_K_M ceiling is 109.6: within 0.6 % of the seed's, all three within 1 %.
+    """
+    for quant, seed in (("BF16", 34), ("Q8_0", 64), ("Q4_K_M", 109)):
+        e = rp.estimate(model="qwen3-4b", quant=quant, device="m4-pro", prompt_tokens=0, gen_tokens=128)
+        assert e.ceilings["decode_weights_tokens_per_s"] == pytest.approx(seed, rel=0.01)
+    assert round(rp.estimate(model="qwen3-4b", quant="BF16", device="m4-pro", prompt_tokens=0,
+                             gen_tokens=1).ceilings["decode_weights_tokens_per_s"]) == 34
+
+
+def test_seed_measured_fractions_of_the_ceilings():
+    """The seed's 88 / 82 / 73 % of the ceilings: explained by one achievable bandwidth plus a fixed per-token
+    kernel cost, which weighs more the fewer bytes a token reads."""
+    fractions = []
+    for quant, measured in (("BF16", 29.9), ("Q8_0", 52.5), ("Q4_K_M", 79.7)):
+        e = rp.estimate(model="qwen3-4b", quant=quant, device="m4-pro", prompt_tokens=0, gen_tokens=128)
+        fractions.append(e.decode_tokens_per_s / e.ceilings["decode_weights_tokens_per_s"])
+        assert measured / e.ceilings["decode_weights_tokens_per_s"] == pytest.approx(
+            {"BF16": 0.88, "Q8_0": 0.82, "Q4_K_M": 0.73}[quant], abs=0.01)
+    assert fractions[0] > fractions[1] > fractions[2]
+
+
+def test_seed_prefill_does_not_speed_up_with_quantization():
+    """pp512 is compute-bound: quantized weights save bytes, not FLOPs, and cost dequantization."""
+    pp = {q: rp.estimate(model="qwen3-4b", quant=q, device="m4-pro", prompt_tokens=512, gen_tokens=0)
+          for q in ("BF16", "Q4_K_M")}
+    assert pp["BF16"].prefill_bound == "compute"
+    assert pp["Q4_K_M"].prefill_tokens_per_s < pp["BF16"].prefill_tokens_per_s
+    assert pp["Q4_K_M"].prefill_tokens_per_s / pp["BF16"].prefill_tokens_per_s == pytest.approx(839.5 / 886.5, abs=0.04)
+
+
+def test_flash_attention_paper_gpt2_medium_speedup():
+    """FlashAttention (Dao et al. 2022), Fig. 1: GPT-2 medium attention (seq 1024, head dim 64, 16 heads, batch 64,
+    forward + backward, causal) runs 7.6x faster with flash attention on an A100. Held within 30 %."""
+    a100 = rp.device("a100-sxm-40gb")
+    kw = dict(head_dim=64, dtype="fp16", backward=True, causal=True)
+    std = a100.time(rp.ops.attention(64, 16, 1024, kind="standard", **kw))
+    fl = a100.time(rp.ops.attention(64, 16, 1024, kind="flash", device=a100, **kw))
+    assert std.seconds / fl.seconds == pytest.approx(7.6, rel=0.30)
+    assert std.bound == "memory:dram"
+
+
+def test_seed_flash_attention_at_2048_helps_prefill_more_than_decode_costs():
+    """The seed saw prefill +4 % and decode +7 % with flash attention on at a 2048-token prompt. The model gives
+    both signs right; it attributes the decode gain to not writing and re-reading the score rows."""
+    kw = dict(model="qwen3-4b", quant="Q4_K_M", device="m4-pro", prompt_tokens=2048, gen_tokens=128)
+    off, on = rp.estimate(**kw), rp.estimate(flash_attention=True, **kw)
+    assert on.prefill_tokens_per_s > off.prefill_tokens_per_s
+    assert on.decode_tokens_per_s > off.decode_tokens_per_s
+    assert on.prefill_tokens_per_s / off.prefill_tokens_per_s - 1 == pytest.approx(0.04, abs=0.05)
