@@ -149,10 +149,10 @@ void check_estimate(const Estimate& e) {
     }
 }
 
-void small_estimate(const Model& m) {
+void small_estimate(const Model& m, const char* quant = "fp16") {
     if (m.arch.n_layer > kMaxLayersForOps || m.tensors.size() > kMaxTensorsForOps) return;
     Workload w;
-    w.quant = "fp16";
+    w.quant = quant;
     w.batch = 2;
     w.prompt_tokens = 16;
     w.gen_tokens = 4;
@@ -196,6 +196,7 @@ void gguf(const std::uint8_t* data, std::size_t size) {
     }
     try {
         check_model(m, true);
+        small_estimate(m, "gguf");
     } catch (const InvalidArgument&) {
         // a forward pass over shapes the architecture does not explain: an answer
     }

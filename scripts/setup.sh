@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(cmake ninja-build g++ libeigen3-dev nlohmann-json3-dev doctest-dev)
+APT_PACKAGES=(cmake ninja-build g++ libeigen3-dev nlohmann-json3-dev doctest-dev clang)  # clang: sanitizers, fuzzing
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -19,3 +19,14 @@ REPO="$PWD"
 # ---- notebooks (issue 5): execute every notebooks/*.ipynb top to bottom from a temp dir; any error fails ----
 echo "== Notebooks: nbclient"
 python3 scripts/run_notebooks.py --timeout 120
+
+# ---- robustness (issue 7): the doctest suite under ASan + UBSan, then every fuzz target for a bounded time ----
+# Any sanitizer report fails the run (-fno-sanitize-recover=all). ROOFLINE_SANITIZE=thread builds the same suite
+# under TSan (scripts/sanitize.sh thread). Fuzzing starts from the committed corpus (fuzz/corpus) only; the caps
+# (256 MB per allocation, 2 GB resident, 10 s per input) are in fuzz/README.md. FUZZ_SECONDS=0 skips it.
+echo "== C++ core under ASan + UBSan: doctest"
+scripts/sanitize.sh address,undefined
+if [ "${FUZZ_SECONDS:-20}" != 0 ]; then
+  echo "== Fuzzing: each target for ${FUZZ_SECONDS:-20} s from the committed corpus"
+  FUZZ_SEEDS_ONLY=1 scripts/fuzz.sh "${FUZZ_SECONDS:-20}"
+fi

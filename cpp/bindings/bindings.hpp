@@ -18,4 +18,5 @@ void register_calibration(py::module_& m);
 void register_quant(py::module_& m);
 void register_gguf(py::module_& m);
 void register_inference(py::module_& m);
+void register_sweep(py::module_& m);
 void register_names(py::module_& m);

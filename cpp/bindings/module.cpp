@@ -12,6 +12,7 @@ PYBIND11_MODULE(_core, m) {
     register_quant(m);
     register_gguf(m);
     register_inference(m);
+    register_sweep(m);
     register_names(m);
     auto ops = m.def_submodule("ops", "Operator cost builders; each returns an OpCost");
     register_ops(ops);

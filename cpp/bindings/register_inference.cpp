@@ -125,6 +125,20 @@ void register_inference(py::module_& m) {
         .def_readonly("max_batch", &Estimate::max_batch)
         .def_readonly("max_context", &Estimate::max_context)
         .def_readonly("speculative_tokens_per_cycle", &Estimate::speculative_tokens_per_cycle)
+        .def(
+            "values",
+            [](const Estimate& e) {
+                const MemoryUse& m = e.memory;
+                return py::make_tuple(
+                    e.model, e.quant, e.device, e.engine, e.parameters, e.weight_bytes, e.bits_per_weight, e.batch,
+                    e.prompt_tokens, e.gen_tokens, e.tensor_parallel, e.prefill_s, e.prefill_tokens_per_s, e.ttft_s,
+                    e.decode_s, e.decode_tokens_per_s, e.decode_tokens_per_s_total, e.total_s, e.prefill_bound,
+                    e.decode_bound, e.decode_intensity, e.compute_bound_batch, e.max_batch, e.max_context,
+                    e.speculative_tokens_per_cycle, e.ceiling_decode_weights, e.ceiling_decode, e.ceiling_prefill,
+                    m.weights, m.kv_cache, m.activations, m.overhead, m.total, m.capacity, m.fits);
+            },
+            "Every field in one tuple: the Python Estimate's _FIELDS, then ceiling_decode_weights, ceiling_decode, "
+            "ceiling_prefill, then memory weights, kv_cache, activations, overhead, total, capacity, fits")
         .def_property_readonly("breakdown_rows", [](const Estimate& e) {
             py::list out;
             for (const auto& r : e.breakdown)
@@ -160,6 +174,38 @@ void register_inference(py::module_& m) {
         py::arg("gen_tokens") = 128.0, py::arg("kv_dtype") = "f16", py::arg("flash_attention") = false,
         py::arg("engine") = "llama.cpp", py::arg("tensor_parallel") = 1, py::arg("draft") = py::none(),
         py::arg("draft_quant") = "", py::arg("draft_tokens") = 0.0, py::arg("acceptance") = 0.0);
+
+    py::class_<EstimatePlan, std::shared_ptr<EstimatePlan>>(
+        m, "EstimatePlan",
+        "A model × device × configuration ready to be estimated at any batch, prompt and generated tokens in O(1)")
+        .def(py::init([](const Model& model, const Device& device, const std::string& quant, const std::string& kv_dtype,
+                         bool flash_attention, const std::string& engine, double tensor_parallel) {
+                 check_range("tensor_parallel", tensor_parallel, 1, 1024);
+                 check_count("tensor_parallel", tensor_parallel);
+                 const PlanConfig config{quant, kv_dtype, flash_attention, engine, static_cast<int>(tensor_parallel)};
+                 py::gil_scoped_release release;
+                 return std::make_shared<EstimatePlan>(model, device, config);
+             }),
+             py::arg("model"), py::arg("device"), py::arg("quant"), py::arg("kv_dtype") = "f16",
+             py::arg("flash_attention") = false, py::arg("engine") = "llama.cpp", py::arg("tensor_parallel") = 1)
+        .def(
+            "estimate",
+            [](const EstimatePlan& p, double batch, double prompt_tokens, double gen_tokens, bool breakdown) {
+                py::gil_scoped_release release;
+                return p.estimate(batch, prompt_tokens, gen_tokens, breakdown);
+            },
+            py::arg("batch"), py::arg("prompt_tokens"), py::arg("gen_tokens"), py::arg("breakdown") = true)
+        .def_property_readonly("model", &EstimatePlan::model_id)
+        .def_property_readonly("device", &EstimatePlan::device_id)
+        .def_property_readonly("engine", &EstimatePlan::engine_name)
+        .def_property_readonly("quant", [](const EstimatePlan& p) { return p.config().quant; })
+        .def_property_readonly("kv_dtype", [](const EstimatePlan& p) { return p.config().kv_dtype; })
+        .def_property_readonly("flash_attention", [](const EstimatePlan& p) { return p.config().flash_attention; })
+        .def_property_readonly("tensor_parallel", [](const EstimatePlan& p) { return p.config().tensor_parallel; })
+        .def_property_readonly("op_slots", &EstimatePlan::op_slots, "distinct ops of a forward pass")
+        .def("__repr__", [](const EstimatePlan& p) {
+            return "<EstimatePlan " + p.model_id() + " " + p.config().quant + " on " + p.device_id() + " (" + p.engine_name() + ")>";
+        });
 
     py::class_<FitReport>(m, "FitReport")
         .def_readonly("labels", &FitReport::labels)

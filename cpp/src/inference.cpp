@@ -58,7 +58,7 @@ std::vector<Engine> make_engines() {
         x.gemm_tile_m = 128;
         x.gemm_tile_n = 128;
         x.activation = "bf16";
-        x.logits_last_token_only = false;
+        x.logits_last_token_only = true;  // serving engines keep only the last position's logits
         x.runtime_overhead_bytes = 1.0e9;
         x.source = "a compiled engine replaying CUDA graphs (torch.compile mode=reduce-overhead, as gpt-fast): no CPU "
                    "launch cost, but each kernel still pays the device's fixed per-kernel time (ramp-up, tail, "
@@ -113,39 +113,57 @@ std::vector<TensorFormat> tensor_formats_for(const Model& model, const std::stri
     return model.tensor_formats(quant, to_lower(quant) == "fp16" ? format_of(DType::fp16) : format_of(DType::bf16));
 }
 
+// What the engine and configuration decide of the phase options (the device decides the rest: apply_device).
+PhaseOptions engine_options(const Engine& eng, const std::string& kv_dtype, bool flash, int tp) {
+    PhaseOptions o;
+    o.activation = parse_format(eng.activation);
+    o.kv = parse_kv(kv_dtype);
+    o.attention = flash ? ops::AttentionKind::flash : ops::AttentionKind::standard;
+    o.logits_last_token_only = eng.logits_last_token_only;
+    o.dequant_tile_rows = eng.dequant_tile_rows;
+    o.tensor_parallel = tp;
+    o.gemv_max_rows = eng.gemv_max_rows;
+    o.gemm_tile_m = eng.gemm_tile_m;
+    o.gemm_tile_n = eng.gemm_tile_n;
+    return o;
+}
+
+void apply_device(PhaseOptions& o, const Device& device) {
+    if (o.attention == ops::AttentionKind::flash) {
+        o.sram_bytes = device.has_level(Level::sram) ? device.sram_per_unit_bytes() : 32.0 * 1024;
+        o.l2_bytes = device.has_level(Level::l2) ? device.capacity(Level::l2) : 0.0;
+    }
+    o.compute_units = device.compute_units;
+}
+
+double interconnect_for(const Device& device, int tp) {
+    if (tp <= 1) return 0;
+    const double bps = device.interconnect_bandwidth();
+    if (bps <= 0)
+        throw InvalidArgument("tensor_parallel " + std::to_string(tp) + " needs an interconnect; device '" + device.id +
+                              "' lists none");
+    return bps;
+}
+
+void check_formats(const Model& model, const std::vector<TensorFormat>& formats) {
+    if (formats.size() != model.tensors.size())
+        throw InvalidArgument("estimate plan: one format per weight tensor is needed (" + std::to_string(model.tensors.size()) +
+                              "), got " + std::to_string(formats.size()));
+}
+
 Context make_context(const Model& model, const Device& device, const std::string& quant, const std::string& kv_dtype,
                      bool flash, const std::string& engine_name, int tp, const std::vector<TensorFormat>* formats = nullptr) {
     Context c{device, engine(engine_name), {}, {}, 0};
     c.device.efficiency.launch_overhead_s *= c.eng.launch_overhead_scale;
-    const Format act = parse_format(c.eng.activation);
-    c.opt.activation = act;
-    c.opt.kv = parse_kv(kv_dtype);
-    c.opt.attention = flash ? ops::AttentionKind::flash : ops::AttentionKind::standard;
-    if (flash) {
-        c.opt.sram_bytes = device.has_level(Level::sram) ? device.sram_per_unit_bytes() : 32.0 * 1024;
-        c.opt.l2_bytes = device.has_level(Level::l2) ? device.capacity(Level::l2) : 0.0;
-    }
-    c.opt.logits_last_token_only = c.eng.logits_last_token_only;
-    c.opt.dequant_tile_rows = c.eng.dequant_tile_rows;
-    c.opt.tensor_parallel = tp;
-    c.opt.gemv_max_rows = c.eng.gemv_max_rows;
-    c.opt.gemm_tile_m = c.eng.gemm_tile_m;
-    c.opt.gemm_tile_n = c.eng.gemm_tile_n;
-    c.opt.compute_units = device.compute_units;
+    c.opt = engine_options(c.eng, kv_dtype, flash, tp);
+    apply_device(c.opt, device);
     if (formats) {
-        if (formats->size() != model.tensors.size())
-            throw InvalidArgument("estimate plan: one format per weight tensor is needed (" + std::to_string(model.tensors.size()) +
-                                  "), got " + std::to_string(formats->size()));
+        check_formats(model, *formats);
         c.formats = *formats;
     } else {
         c.formats = tensor_formats_for(model, quant);
     }
-    if (tp > 1) {
-        c.interconnect_Bps = device.interconnect_bandwidth();
-        if (c.interconnect_Bps <= 0)
-            throw InvalidArgument("tensor_parallel " + std::to_string(tp) + " needs an interconnect; device '" + device.id +
-                                  "' lists none");
-    }
+    c.interconnect_Bps = interconnect_for(device, tp);
     return c;
 }
 
@@ -188,13 +206,15 @@ constexpr std::size_t kOffsets[2] = {0, kIdeal};
 
 OpTimes times_of(const OpCost& op, const Device& device) {
     OpTimes t;
-    OpCost matrix, rest = op;
-    rest.flop_terms.clear();
+    OpCost matrix, rest;  // the op's matrix-unit FLOPs; everything else
+    rest.bytes_read = op.bytes_read;
+    rest.bytes_written = op.bytes_written;
+    rest.launches = op.launches;
     for (const auto& term : op.flop_terms) (term.unit == Unit::matrix ? matrix : rest).flop_terms.push_back(term);
     for (std::size_t k = 0; k < 2; ++k) {
         const Ceilings c = k == 0 ? Ceilings::derated : Ceilings::ideal;
         const std::size_t o = kOffsets[k];
-        t.v[o + kMat] = evaluate(matrix, device, c).compute_seconds;
+        t.v[o + kMat] = matrix.flop_terms.empty() ? 0.0 : evaluate(matrix, device, c).compute_seconds;
         const Timing r = evaluate(rest, device, c);
         t.v[o + kOther] = r.compute_seconds;
         for (std::size_t i = 0; i < kNumLevels; ++i) t.v[o + kMem + i] = r.memory_seconds[i];
@@ -272,17 +292,11 @@ inline OpTotal op_total(const OpTimes& t, double util) {
 struct Acc {
     OpTimes sum;
     double seconds = 0, ideal = 0, compute = 0;
-    void add(double count, const OpTimes& t, double util) {
-        const double* v = t.v.data();
-        const double cd = v[kMat] / util + v[kOther];
-        const double td = std::max(std::max(cd, v[kMem]), std::max(v[kMem + 1], v[kMem + 2])) + v[kOvh];
-        const double ci = v[kIdeal + kMat] + v[kIdeal + kOther];
-        const double ti = std::max(std::max(ci, v[kIdeal + kMem]), std::max(v[kIdeal + kMem + 1], v[kIdeal + kMem + 2])) +
-                          v[kIdeal + kOvh];
-        seconds += count * td;
-        ideal += count * ti;
-        compute += count * cd;
-        for (std::size_t j = 0; j < OpTimes::kSize; ++j) sum.v[j] += count * v[j];
+    void add(double count, const OpTimes& t, const OpTotal& total) {
+        seconds += count * total.derated;
+        ideal += count * total.ideal;
+        compute += count * total.compute;
+        for (std::size_t j = 0; j < OpTimes::kSize; ++j) sum.v[j] += count * t.v[j];
     }
     PhaseSums sums() const {
         PhaseSums p;
@@ -296,16 +310,6 @@ struct Acc {
         return p;
     }
 };
-
-inline void accumulate(PhaseSums& p, double count, const OpTimes& t, const OpTotal& tot) {
-    p.seconds += count * tot.derated;
-    p.ideal_seconds += count * tot.ideal;
-    p.compute += count * tot.compute;
-    for (std::size_t i = 0; i < kNumLevels; ++i) p.memory[i] += count * t.v[kMem + i];
-    p.overhead += count * t.v[kOvh];
-    p.flops += count * t.v[kFlops];
-    p.bytes += count * t.v[kBytes];
-}
 
 std::string op_bound(const OpTimes& t, double util, bool collective) {
     const double compute = t.v[kMat] / util + t.v[kOther];
@@ -398,7 +402,6 @@ void check_workload(const Workload& w) {
 struct AttentionSum {
     double seconds = 0, ideal_seconds = 0, compute = 0, overhead = 0, flops = 0, bytes = 0;
     std::array<double, kNumLevels> memory{};
-    OpTimes first;  // one step at c0
 };
 
 // base + x × per_row (+ y × extra), in one pass.
@@ -471,53 +474,139 @@ void EstimatePlan::check_point(double batch, double prompt, double gen) {
                               std::to_string(prompt) + " + " + std::to_string(gen));
 }
 
-EstimatePlan::EstimatePlan(const Model& model, const Device& device, const PlanConfig& config,
-                           const std::vector<TensorFormat>* formats) {
+struct EstimatePlan::Structure {
+    PlanConfig config;
+    Engine engine;
+    PhaseOptions options;  // without the device's parts (apply_device)
+    std::string model_id;
+    Architecture arch;
+    double parameters = 0, weight_bytes = 0;
+    std::vector<OpSlot> slots;
+    // per slot, the op built at the points its times are taken from (see the constructor)
+    std::vector<std::vector<OpCost>> probes;
+};
+
+std::shared_ptr<const EstimatePlan::Structure> EstimatePlan::structure(const Model& model, const PlanConfig& config,
+                                                                       const std::vector<TensorFormat>* formats) {
     if (config.tensor_parallel < 1 || config.tensor_parallel > 1024)
         throw InvalidArgument("tensor_parallel must be within [1, 1024], got " + std::to_string(config.tensor_parallel));
-    Context c = make_context(model, device, config.quant, config.kv_dtype, config.flash_attention, config.engine,
-                             config.tensor_parallel, formats);
-    model_id_ = model.arch.id;
+    auto st = std::make_shared<Structure>();
+    Structure& s = *st;
+    s.config = config;
+    s.engine = engine(config.engine);
+    s.options = engine_options(s.engine, config.kv_dtype, config.flash_attention, config.tensor_parallel);
+    std::vector<TensorFormat> own;
+    if (formats) check_formats(model, *formats);
+    else own = tensor_formats_for(model, config.quant);
+    const std::vector<TensorFormat>& f = formats ? *formats : own;
+    s.model_id = model.arch.id;
+    s.arch = model.arch;
+    s.parameters = model.parameters();
+    for (const auto& t : f) s.weight_bytes += t.bytes;
+    s.slots = forward_slots(model, f, s.options);
+    const PhaseOptions& o = s.options;
+    for (const OpSlot& op : s.slots) {
+        std::vector<OpCost> p;
+        switch (op.kind) {
+            case SlotKind::rows:  // 0 and 1 rows
+                p = {slot_cost(op, o, 0, 1, 0), slot_cost(op, o, 1, 1, 0)};
+                break;
+            case SlotKind::all_reduce:  // timed from bytes_per_row on the device's interconnect
+                break;
+            case SlotKind::linear:  // 0 and 1 rows through mat-vec and tiled kernels, and one more dequantization
+                p = {linear_gemm(op, o, 0, Unit::vector), linear_gemm(op, o, 1, Unit::vector),
+                     linear_gemm(op, o, 0, Unit::matrix), linear_gemm(op, o, 1, Unit::matrix), linear_dequant_pass(op, o)};
+                break;
+            case SlotKind::moe: {
+                // one expert picked by every token: 0 tokens route nothing; 1 token 1 row to 1 active expert, 2 tokens
+                // 2 rows to 1
+                OpSlot one = op;
+                one.experts = 1;
+                one.top_k = 1;
+                p = {slot_cost(one, o, 0, 1, 0), slot_cost(one, o, 1, 1, 0), slot_cost(one, o, 2, 1, 0)};
+                break;
+            }
+            case SlotKind::attention: {
+                OpSlot full = op;  // no sequence; one sequence at contexts 1 and 2 (inside any window)
+                full.window = 0;
+                p = {slot_cost(full, o, 0, 1, 0), slot_cost(full, o, 1, 1, 0), slot_cost(full, o, 1, 1, 1)};
+                break;
+            }
+        }
+        s.probes.push_back(std::move(p));
+    }
+    return st;
+}
+
+namespace {
+// Validate in the order estimate() always has (engine, formats, KV, quantization, interconnect, heads), then build.
+std::shared_ptr<const EstimatePlan::Structure> checked_structure(const Model& model, const Device& device, const PlanConfig& config,
+                                                                 const std::vector<TensorFormat>* formats) {
+    if (config.tensor_parallel < 1 || config.tensor_parallel > 1024)
+        throw InvalidArgument("tensor_parallel must be within [1, 1024], got " + std::to_string(config.tensor_parallel));
+    const Context c = make_context(model, device, config.quant, config.kv_dtype, config.flash_attention, config.engine,
+                                   config.tensor_parallel, formats);
+    return EstimatePlan::structure(model, config, &c.formats);
+}
+}  // namespace
+
+EstimatePlan::EstimatePlan(const Model& model, const Device& device, const PlanConfig& config,
+                           const std::vector<TensorFormat>* formats)
+    : EstimatePlan(device, checked_structure(model, device, config, formats)) {}
+
+EstimatePlan::EstimatePlan(const Device& device, const std::shared_ptr<const Structure>& structure) {
+    if (!structure) throw InvalidArgument("estimate plan: no structure");
+    const Structure& st = *structure;
+    config_ = st.config;
+    engine_ = st.engine;
+    engine_name_ = engine_.name;
+    options_ = st.options;
+    apply_device(options_, device);
+    interconnect_Bps_ = interconnect_for(device, config_.tensor_parallel);
+    device_ = device;
+    device_.efficiency.launch_overhead_s *= engine_.launch_overhead_scale;
+    model_id_ = st.model_id;
     device_id_ = device.id;
-    engine_name_ = c.eng.name;
-    config_ = config;
-    arch_ = model.arch;
-    device_ = std::move(c.device);
-    engine_ = c.eng;
-    options_ = c.opt;
-    interconnect_Bps_ = c.interconnect_Bps;
-    parameters_ = model.parameters();
-    for (const auto& f : c.formats) weight_bytes_ += f.bytes;
+    arch_ = st.arch;
+    parameters_ = st.parameters;
+    weight_bytes_ = st.weight_bytes;
     dram_bandwidth_ = device.bandwidth(Level::dram);
     capacity_ = device.capacity(Level::dram);
 
-    const std::vector<OpSlot> ops = forward_slots(model, c.formats, options_);
-    slots_.reserve(ops.size());
+    // Flash attention's tiles must fit the device's SRAM: checked here, not at the first prefill.
+    if (options_.attention == ops::AttentionKind::flash)
+        for (const OpSlot& op : st.slots)
+            if (op.kind == SlotKind::attention) {
+                slot_cost(op, options_, 1, 2, 0);
+                break;
+            }
+
+    slots_.reserve(st.slots.size());
     const double tp = options_.tensor_parallel;
-    for (const OpSlot& op : ops) {
+    for (std::size_t k = 0; k < st.slots.size(); ++k) {
+        const OpSlot& op = st.slots[k];
+        const std::vector<OpCost>& p = st.probes[k];
         Slot s;
         s.op = op;
         auto found = std::find(names_.begin(), names_.end(), op.name);
         s.name = static_cast<std::uint32_t>(found - names_.begin());
         if (found == names_.end()) names_.push_back(op.name);
-        auto at = [&](const OpSlot& o, double batch, double tokens, double past) {
-            return times_of(slot_cost(o, options_, batch, tokens, past), device_);
-        };
+        auto times = [&](std::size_t i) { return times_of(p[i], device_); };
         switch (op.kind) {
             case SlotKind::rows:
-                s.base = at(op, 0, 1, 0);
-                s.per_row = minus(at(op, 1, 1, 0), s.base);
+                s.base = times(0);
+                s.per_row = minus(times(1), s.base);
                 break;
             case SlotKind::all_reduce:
-                for (std::size_t k = 0; k < 2; ++k) {
-                    const Ceilings ceil = k == 0 ? Ceilings::derated : Ceilings::ideal;
-                    const Parts p = all_reduce_parts(tp, engine_.collective_latency_s, interconnect_Bps_, op.bytes_per_row, ceil);
-                    s.base.v[kOffsets[k] + kOvh] = p.overhead;
-                    s.per_row.v[kOffsets[k] + kMem] = p.memory[0];
+                for (std::size_t c = 0; c < 2; ++c) {
+                    const Ceilings ceil = c == 0 ? Ceilings::derated : Ceilings::ideal;
+                    const Parts parts = all_reduce_parts(tp, engine_.collective_latency_s, interconnect_Bps_, op.bytes_per_row, ceil);
+                    s.base.v[kOffsets[c] + kOvh] = parts.overhead;
+                    s.per_row.v[kOffsets[c] + kMem] = parts.memory[0];
                 }
                 break;
             case SlotKind::linear: {
-                std::uint32_t g = 0;
+                std::uint32_t g = 0;  // the utilization group: same output features and rows
                 for (; g < groups_; ++g) {
                     const auto it = std::find_if(slots_.begin(), slots_.end(), [&](const Slot& o) {
                         return o.op.kind == SlotKind::linear && o.group == g;
@@ -526,29 +615,23 @@ EstimatePlan::EstimatePlan(const Model& model, const Device& device, const PlanC
                 }
                 if (g == groups_) ++groups_;
                 s.group = g;
-                s.base = times_of(linear_gemm(op, options_, 0, Unit::vector), device_);
-                s.per_row = minus(times_of(linear_gemm(op, options_, 1, Unit::vector), device_), s.base);
-                s.tiled_base = times_of(linear_gemm(op, options_, 0, Unit::matrix), device_);
-                s.tiled_row = minus(times_of(linear_gemm(op, options_, 1, Unit::matrix), device_), s.tiled_base);
-                s.tiled_pass = times_of(linear_dequant_pass(op, options_), device_);
+                s.base = times(0);
+                s.per_row = minus(times(1), s.base);
+                s.tiled_base = times(2);
+                s.tiled_row = minus(times(3), s.tiled_base);
+                s.tiled_pass = times(4);
                 break;
             }
             case SlotKind::moe: {
-                // one expert picked by every token: 1 token routes 1 row to 1 active expert, 2 tokens 2 rows to 1
-                OpSlot one = op;
-                one.experts = 1;
-                one.top_k = 1;
-                s.base = at(one, 0, 1, 0);
-                const OpTimes t1 = at(one, 1, 1, 0), t2 = at(one, 2, 1, 0);
+                s.base = times(0);
+                const OpTimes t1 = times(1), t2 = times(2);
                 s.per_row = minus(t2, t1);
                 s.extra = minus(minus(t1, s.base), s.per_row);
                 break;
             }
             case SlotKind::attention: {
-                OpSlot full = op;  // contexts 1 and 2 inside any window
-                full.window = 0;
-                s.base = at(full, 0, 1, 0);
-                const OpTimes c1 = at(full, 1, 1, 0), c2 = at(full, 1, 1, 1);
+                s.base = times(0);
+                const OpTimes c1 = times(1), c2 = times(2);
                 s.extra = minus(c2, c1);
                 s.per_row = minus(minus(c1, s.base), s.extra);
                 attention_.push_back(slots_.size());
@@ -644,29 +727,34 @@ AttentionSum attention_sum(const EstimatePlan::Slot& s, double batch, double c0,
     } else {
         segs[nseg++] = {c0, c1, true};
     }
+    const double* base = s.base.v.data();
+    const double* per_seq = s.per_row.v.data();
+    const double* per_ctx = s.extra.v.data();
     for (std::size_t g = 0; g < nseg; ++g) {
         const Segment& seg = segs[g];
         const double m = seg.to - seg.from + 1;
-        const OpTimes v0 = decode_attention_times(s, batch, seg.grows ? seg.from : w);
-        if (g == 0) r.first = v0;
-        OpTimes slope;
-        if (seg.grows) slope = scaled_work(s.extra, batch);
-        const double arith = m * (m - 1) / 2;  // Σ x for x = 0..m-1
+        const double context = seg.grows ? seg.from : w;
+        const double slope = seg.grows ? batch : 0.0;  // d(component)/d(context) = batch × per_ctx
+        const double arith = m * (m - 1) / 2;          // Σ x for x = 0..m-1
+        // one step at the segment's first context: base + batch × (per_seq + context × per_ctx)
+        auto at = [&](std::size_t j) { return base[j] + batch * (per_seq[j] + context * per_ctx[j]); };
         double sec[2];
         for (std::size_t k = 0; k < 2; ++k) {
             const std::size_t o = kOffsets[k];
-            const double a[4] = {v0.v[o + kMat] + v0.v[o + kOther], v0.v[o + kMem], v0.v[o + kMem + 1], v0.v[o + kMem + 2]};
-            const double b[4] = {slope.v[o + kMat] + slope.v[o + kOther], slope.v[o + kMem], slope.v[o + kMem + 1],
-                                 slope.v[o + kMem + 2]};
-            sec[k] = sum_max_affine(a, b, 4, m) + m * v0.v[o + kOvh];
+            const double a[4] = {at(o + kMat) + at(o + kOther), at(o + kMem), at(o + kMem + 1), at(o + kMem + 2)};
+            const double b[4] = {slope * (per_ctx[o + kMat] + per_ctx[o + kOther]), slope * per_ctx[o + kMem],
+                                 slope * per_ctx[o + kMem + 1], slope * per_ctx[o + kMem + 2]};
+            sec[k] = sum_max_affine(a, b, 4, m) + m * at(o + kOvh);
+            if (k == 0) {
+                r.compute += m * a[0] + b[0] * arith;
+                for (std::size_t i = 0; i < kNumLevels; ++i) r.memory[i] += m * a[1 + i] + b[1 + i] * arith;
+            }
         }
         r.seconds += sec[0];
         r.ideal_seconds += sec[1];
-        r.compute += m * (v0.v[kMat] + v0.v[kOther]) + (slope.v[kMat] + slope.v[kOther]) * arith;
-        for (std::size_t i = 0; i < kNumLevels; ++i) r.memory[i] += m * v0.v[kMem + i] + slope.v[kMem + i] * arith;
-        r.overhead += m * v0.v[kOvh];
-        r.flops += m * v0.v[kFlops] + slope.v[kFlops] * arith;
-        r.bytes += m * v0.v[kBytes] + slope.v[kBytes] * arith;
+        r.overhead += m * at(kOvh);
+        r.flops += m * at(kFlops) + slope * per_ctx[kFlops] * arith;
+        r.bytes += m * at(kBytes) + slope * per_ctx[kBytes] * arith;
     }
     return r;
 }
@@ -694,9 +782,9 @@ PhaseSums EstimatePlan::sum_slots(double batch, double tokens, double past, cons
         } else {
             slot_times(t, s, options_, slot_rows(s.op, batch, tokens), util, cache);
         }
-        acc.add(s.op.count, t, util);
+        const OpTotal tot = op_total(t, util);
+        acc.add(s.op.count, t, tot);
         if (breakdown) {
-            const OpTotal tot = op_total(t, util);
             sink.add(s.name, names_, s.op.count, s.op.count * t.v[kFlops], s.op.count * t.v[kBytes], s.op.count * tot.derated,
                      [&] { return op_bound(t, util, s.op.kind == SlotKind::all_reduce); });
         }
@@ -725,7 +813,7 @@ PhaseSums EstimatePlan::decode_step(double batch) const {
         if (s.op.kind == SlotKind::attention) continue;
         double util = 1;
         slot_times(t, s, options_, batch, util, cache);  // one new token per sequence
-        acc.add(s.op.count, t, util);
+        acc.add(s.op.count, t, op_total(t, util));
     }
     return acc.sums();
 }
@@ -761,7 +849,10 @@ PhaseSums EstimatePlan::decode(double batch, double prompt, double gen, const Ph
             if (s.op.kind == SlotKind::attention) {
                 const AttentionSum a = attention_sum(s, batch, c0, c1);
                 sink.add(s.name, names_, n * gen, n * a.flops, n * a.bytes, n * a.seconds,
-                         [&] { return op_bound(a.first, 1, false); });
+                         [&] {  // the first step's bound
+                             const double w = s.op.window;
+                             return op_bound(decode_attention_times(s, batch, w > 0 ? std::min(c0, w) : c0), 1, false);
+                         });
                 continue;
             }
             double util = 1;
@@ -876,10 +967,26 @@ EstimateRow EstimatePlan::assemble(double batch, double prompt, double gen, cons
     return r;
 }
 
+std::vector<OpTimes> EstimatePlan::cached_prefill_attention(double prompt) const {
+    if (prompt <= 1) return {};
+    AttentionCache& c = *cache_;
+    {
+        const std::lock_guard<std::mutex> lock(c.mutex);
+        for (std::size_t i = 0; i < c.prompt.size(); ++i)
+            if (c.prompt[i] == prompt) return c.attention[i];
+    }
+    std::vector<OpTimes> a = prefill_attention(prompt);
+    const std::lock_guard<std::mutex> lock(c.mutex);
+    c.prompt[c.next] = prompt;
+    c.attention[c.next] = a;
+    c.next = (c.next + 1) % c.prompt.size();
+    return a;
+}
+
 EstimateRow EstimatePlan::evaluate(double batch, double prompt, double gen, std::vector<BreakdownRow>* breakdown) const {
     check_point(batch, prompt, gen);
     PhaseSums pre, dec;
-    if (prompt > 0) pre = prefill(batch, prompt, prefill_attention(prompt), breakdown);
+    if (prompt > 0) pre = prefill(batch, prompt, cached_prefill_attention(prompt), breakdown);
     if (gen > 0) dec = decode(batch, prompt, gen, decode_step(batch), breakdown);
     return assemble(batch, prompt, gen, pre, dec, max_context(batch), compute_bound_batch(prompt, gen), max_batch(prompt, gen));
 }

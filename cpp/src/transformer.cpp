@@ -13,6 +13,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <unordered_map>
 
 namespace roofline {
 
@@ -582,6 +583,21 @@ double activation_flops(const std::string& act) {
     return 4;                                            // silu: x / (1 + exp(−x))
 }
 
+// What forward_slots does with a layer tensor of a role (one hash lookup instead of a chain of comparisons).
+enum class Role { other, norm, q_norm, k_norm, projection, router, experts, attn_output, ffn_down };
+Role role_kind(const std::string& role) {
+    static const std::unordered_map<std::string, Role> roles = {
+        {"attn_norm", Role::norm}, {"ffn_norm", Role::norm}, {"post_attention_norm", Role::norm},
+        {"post_ffw_norm", Role::norm}, {"attn_q_norm", Role::q_norm}, {"attn_k_norm", Role::k_norm},
+        {"attn_q", Role::projection}, {"attn_k", Role::projection}, {"attn_v", Role::projection},
+        {"attn_qkv", Role::projection}, {"ffn_gate", Role::projection}, {"ffn_up", Role::projection},
+        {"ffn_gate_shexp", Role::projection}, {"ffn_up_shexp", Role::projection}, {"ffn_down_shexp", Role::projection},
+        {"ffn_gate_inp", Role::router}, {"ffn_gate_exps", Role::experts}, {"ffn_up_exps", Role::experts},
+        {"ffn_down_exps", Role::experts}, {"attn_output", Role::attn_output}, {"ffn_down", Role::ffn_down}};
+    const auto it = roles.find(role);
+    return it == roles.end() ? Role::other : it->second;
+}
+
 bool same_format(const Format& x, const Format& y) {
     return x.name == y.name && x.bits_per_element == y.bits_per_element && x.compute == y.compute &&
            x.dequant_flops_per_element == y.dequant_flops_per_element;
@@ -710,24 +726,30 @@ std::vector<OpSlot> forward_slots(const Model& model, const std::vector<TensorFo
                 b.rows(r + ".bias", RowsBuilder::elementwise, w.elements() / (r == "attn_output" || r == "ffn_down" ? 1 : tp), 1, 2, 1);
                 continue;
             }
-            if (r == "attn_norm" || r == "ffn_norm" || r == "post_attention_norm" || r == "post_ffw_norm") {
+            switch (role_kind(r)) {
+            case Role::norm:
                 b.norm(r);
-            } else if (r == "attn_q_norm") {
+                break;
+            case Role::q_norm:
                 b.rows(r, RowsBuilder::rmsnorm, heads, d);
-            } else if (r == "attn_k_norm") {
+                break;
+            case Role::k_norm:
                 b.rows(r, RowsBuilder::rmsnorm, kv_heads, d);
-            } else if (r == "attn_q" || r == "attn_k" || r == "attn_v" || r == "attn_qkv" || r == "ffn_gate" ||
-                       r == "ffn_up" || r == "ffn_gate_shexp" || r == "ffn_up_shexp" || r == "ffn_down_shexp") {
+                break;
+            case Role::projection:
                 b.linear(t, r);
-            } else if (r == "ffn_gate_inp") {
+                break;
+            case Role::router:
                 b.linear(t, r);
                 b.rows("moe_topk", RowsBuilder::softmax, 1, a.n_expert);
-            } else if (r == "ffn_gate_exps" || r == "ffn_up_exps" || r == "ffn_down_exps") {
+                break;
+            case Role::experts:
                 if (r == "ffn_down_exps")
                     b.rows("ffn_act", RowsBuilder::elementwise, a.n_expert_used * a.expert_ffn / tp, activation_flops(a.activation) + 1, 2, 1);
                 b.moe(t, r);
                 if (r == "ffn_down_exps") b.rows("moe_combine", RowsBuilder::elementwise, H, 2.0 * a.n_expert_used, a.n_expert_used, 1);
-            } else if (r == "attn_output") {
+                break;
+            case Role::attn_output: {
                 // attention happens between the projections and attn_output
                 if (a.position == PositionKind::rope) b.rows("rope", RowsBuilder::elementwise, (heads + kv_heads) * d, 3, 1, 1);
                 b.rows("kv_append", RowsBuilder::kv_append, 1, kv_heads, d).format = options.kv;
@@ -739,7 +761,9 @@ std::vector<OpSlot> forward_slots(const Model& model, const std::vector<TensorFo
                 b.linear(t, r);
                 if (tp > 1) b.all_reduce();
                 b.rows("residual_add", RowsBuilder::elementwise, H, 1, 2, 1);
-            } else if (r == "ffn_down") {
+                break;
+            }
+            case Role::ffn_down: {
                 const double inner = w.shape[0] / tp;
                 if (a.mlp == MlpKind::gated)
                     b.rows("ffn_act", RowsBuilder::elementwise, inner, activation_flops(a.activation) + 1, 2, 1);
@@ -748,6 +772,10 @@ std::vector<OpSlot> forward_slots(const Model& model, const std::vector<TensorFo
                 b.linear(t, r);
                 if (tp > 1) b.all_reduce();
                 b.rows("residual_add", RowsBuilder::elementwise, H, 1, 2, 1);
+                break;
+            }
+            case Role::other:
+                break;
             }
         }
         // A layer identical to one seen before joins the same slots; a new one is merged op by op.

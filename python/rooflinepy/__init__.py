@@ -134,3 +134,9 @@ def kv_cache_bytes_read(model: "Union[str, Model]", gen_tokens: float, prompt_to
 
 
 __all__ += ["plot", "format_info", "kv_cache_bytes", "kv_cache_bytes_read"]
+
+
+# ---- sweeps and the inverse questions (rooflinepy.sweep): every point estimated in the core ---------------------
+from .sweep import BatchAnswer, cheapest, max_batch, pareto, sweep  # noqa: E402
+
+__all__ += ["sweep", "max_batch", "cheapest", "pareto", "BatchAnswer"]

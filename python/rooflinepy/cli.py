@@ -8,6 +8,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import rooflinepy as rp
 from rooflinepy._cli_plot import add_plot_parsers as _add_plot_parsers
+from rooflinepy.sweep import _add_sweep_parser
 
 
 def _si(x: Optional[float], unit: str = "") -> str:
@@ -400,6 +401,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_op_parsers(sub)
     _add_calibrate_parsers(sub)
     _add_inference_parsers(sub)
+    _add_sweep_parser(sub)
     _add_plot_parsers(sub)
     return parser
 

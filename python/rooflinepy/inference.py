@@ -127,6 +127,7 @@ def engines() -> List[str]:
 
 
 _BREAKDOWN_COLUMNS = ["phase", "op", "count", "flops", "bytes", "intensity", "seconds", "bound"]
+_MEMORY_KEYS = ("weights", "kv_cache", "activations", "overhead", "total", "capacity", "fits")
 
 
 class Estimate:
@@ -138,34 +139,45 @@ class Estimate:
                "decode_bound", "decode_intensity", "compute_bound_batch", "max_batch", "max_context",
                "speculative_tokens_per_cycle"]
 
-    def __init__(self, core: "_core.Estimate"):
+    def __init__(self, core: "_core.Estimate", breakdown_from: Optional[Tuple[Any, ...]] = None):
+        # breakdown_from = (plan, batch, prompt, gen): the core estimate was made without its per-op rows; they are
+        # made by the same plan when first asked for.
         self._e = core
-        for f in self._FIELDS:
-            setattr(self, f, getattr(core, f))
-        self.memory: Dict[str, Any] = dict(core.memory)
-        self.fits: bool = bool(self.memory["fits"])
+        self._breakdown_from = breakdown_from
+        v = core.values()  # every field in one call (order: see the core's Estimate.values)
+        d = self.__dict__
+        d.update(zip(self._FIELDS, v))
+        self.memory: Dict[str, Any] = dict(zip(_MEMORY_KEYS, v[28:35]))
+        self.fits: bool = v[34]
         self.ceilings: Dict[str, Any] = {
-            "decode_weights_tokens_per_s": core.ceiling_decode_weights,
-            "decode_tokens_per_s": core.ceiling_decode,
-            "prefill_tokens_per_s": core.ceiling_prefill,
-            "decode_bound": core.decode_bound,
-            "prefill_bound": core.prefill_bound,
-            "decode_intensity": core.decode_intensity,
-            "compute_bound_batch": core.compute_bound_batch,
+            "decode_weights_tokens_per_s": v[25],
+            "decode_tokens_per_s": v[26],
+            "prefill_tokens_per_s": v[27],
+            "decode_bound": d["decode_bound"],
+            "prefill_bound": d["prefill_bound"],
+            "decode_intensity": d["decode_intensity"],
+            "compute_bound_batch": d["compute_bound_batch"],
         }
+
+    def _breakdown_rows(self) -> List[tuple]:
+        if self._breakdown_from is not None:
+            plan, batch, prompt, gen = self._breakdown_from
+            self._e = plan.estimate(batch, prompt, gen, True)
+            self._breakdown_from = None
+        return self._e.breakdown_rows
 
     @property
     def breakdown(self):
         import pandas as pd
 
-        return pd.DataFrame(self._e.breakdown_rows, columns=_BREAKDOWN_COLUMNS)
+        return pd.DataFrame(self._breakdown_rows(), columns=_BREAKDOWN_COLUMNS)
 
     def to_dict(self) -> Dict[str, Any]:
         d = {f: getattr(self, f) for f in self._FIELDS}
         d["memory"] = dict(self.memory)
         d["fits"] = self.fits
         d["ceilings"] = dict(self.ceilings)
-        d["breakdown"] = [dict(zip(_BREAKDOWN_COLUMNS, r)) for r in self._e.breakdown_rows]
+        d["breakdown"] = [dict(zip(_BREAKDOWN_COLUMNS, r)) for r in self._breakdown_rows()]
         return d
 
     def __repr__(self) -> str:
@@ -174,10 +186,42 @@ class Estimate:
                 f"TTFT {self.ttft_s * 1e3:.1f} ms, {'fits' if self.fits else 'does NOT fit'}>")
 
 
-def _device(d):
-    from . import device
+_DEVICES: Dict[str, Any] = {}  # device name as given -> Device, while the database stays the same object
+_DEVICES_DB: List[Any] = [None]
+_PLANS: Dict[tuple, tuple] = {}  # (model, device, configuration) -> (EstimatePlan, model, device)
+_PLANS_MAX = 512
 
+
+def _device(d):
+    """A Device from a name (looked up once per name: the database returns a copy per call) or a Device."""
+    from . import database, device
+
+    if isinstance(d, str):
+        db = database()
+        if _DEVICES_DB[0] is not db:
+            _DEVICES.clear()
+            _DEVICES_DB[0] = db
+        hit = _DEVICES.get(d)
+        if hit is None:
+            hit = device(d)
+            if len(_DEVICES) < 4096:
+                _DEVICES[d] = hit
+        return hit
     return device(d)
+
+
+def _plan(m: "Model", dev: Any, quant: str, kv_dtype: str, flash_attention: bool, engine: str,
+          tensor_parallel: int) -> "_core.EstimatePlan":
+    """The core's EstimatePlan for a configuration, built once and kept (the model and device objects are kept alive
+    with it, so their ids stay theirs; both are immutable from Python)."""
+    key = (id(m), id(dev), quant, kv_dtype, flash_attention, engine, tensor_parallel)
+    hit = _PLANS.get(key)
+    if hit is None:
+        plan = _core.EstimatePlan(m._m, dev, quant, kv_dtype, flash_attention, engine, tensor_parallel)
+        if len(_PLANS) >= _PLANS_MAX:
+            _PLANS.pop(next(iter(_PLANS)))
+        hit = _PLANS[key] = (plan, m, dev)
+    return hit[0]
 
 
 def estimate(model: Union[str, Model], quant: str, device: Any, prompt_tokens: int = 512, gen_tokens: int = 128,
@@ -191,8 +235,13 @@ def estimate(model: Union[str, Model], quant: str, device: Any, prompt_tokens: i
     ``acceptance`` (α) turns on speculative decoding.
     """
     m = globals()["model"](model)
-    draft = globals()["model"](draft_model)._m if draft_model is not None else None
-    return Estimate(_core.estimate(m._m, _device(device), quant, batch, prompt_tokens, gen_tokens, kv_dtype,
+    dev = _device(device)
+    if draft_model is None:  # a plan per configuration, kept: the estimate itself is O(1)
+        plan = _plan(m, dev, quant, kv_dtype, flash_attention, engine, tensor_parallel)
+        return Estimate(plan.estimate(batch, prompt_tokens, gen_tokens, False),
+                        (plan, batch, prompt_tokens, gen_tokens))
+    draft = globals()["model"](draft_model)._m
+    return Estimate(_core.estimate(m._m, dev, quant, batch, prompt_tokens, gen_tokens, kv_dtype,
                                    flash_attention, engine, tensor_parallel, draft, draft_quant or "", draft_tokens,
                                    acceptance))
 

@@ -173,14 +173,15 @@ def test_batching_crosses_the_ridge():
     """Article: batching B sequences multiplies decode's FLOPs per weight byte by B until decode crosses the
     ridge and turns compute-bound. Library: Qwen3-4B BF16 on the M4 Pro (ridge 29.6 FLOP/B) is compute-bound
     from batch 33 at a 1-token context (derated ceilings), 46 at 512; Llama-3.1-8B BF16 on an H100 (ridge 295)
-    from batch 686 at 128 tokens of context and never at 2048: each sequence's KV reads cap the intensity."""
+    from batch 686 at 128 tokens of context and never at 2048: each sequence's KV reads cap the intensity.
+    Held at the library's batches within ±10 % (±2 % for the H100)."""
     def e(model, device, ctx, batch=1, **kw):
         return rp.estimate(model=model, quant="BF16", device=device, prompt_tokens=ctx, gen_tokens=1, batch=batch,
                            **kw)
 
     assert e("qwen3-4b", "m4-pro", 1, batch=16).decode_intensity == pytest.approx(16, rel=0.05)
-    assert e("qwen3-4b", "m4-pro", 1).compute_bound_batch == 33
-    assert e("qwen3-4b", "m4-pro", 512).compute_bound_batch == 46
+    assert e("qwen3-4b", "m4-pro", 1).compute_bound_batch == pytest.approx(33, abs=3)  # the ridge is 29.6
+    assert e("qwen3-4b", "m4-pro", 512).compute_bound_batch == pytest.approx(46, abs=4)
     kw = dict(engine="cuda-graphs", flash_attention=True)
     assert e("llama-3.1-8b", "h100-sxm", 128, **kw).compute_bound_batch == pytest.approx(686, rel=0.02)
     assert e("llama-3.1-8b", "h100-sxm", 2048, **kw).compute_bound_batch == 0

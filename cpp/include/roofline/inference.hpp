@@ -8,6 +8,8 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -157,6 +159,15 @@ public:
     EstimatePlan(const Model& model, const Device& device, const PlanConfig& config,
                  const std::vector<TensorFormat>* formats = nullptr);
 
+    /// What a plan keeps of the model and configuration before a device is chosen: the op slots of a forward pass
+    /// and each slot's ops built at the few points its times are taken from. Immutable; shared between the plans of
+    /// one (model, configuration) on many devices.
+    struct Structure;
+    static std::shared_ptr<const Structure> structure(const Model& model, const PlanConfig& config,
+                                                      const std::vector<TensorFormat>* formats = nullptr);
+    /// A plan from a structure: times the structure's ops on `device` (no op is built).
+    EstimatePlan(const Device& device, const std::shared_ptr<const Structure>& structure);
+
     /// Everything estimate() returns but names and speculative decoding; `breakdown` (optional) gets the per-op rows.
     /// Checks the point (batch >= 1, whole token counts, prompt + gen >= 1).
     EstimateRow evaluate(double batch, double prompt, double gen, std::vector<BreakdownRow>* breakdown = nullptr) const;
@@ -231,6 +242,16 @@ private:
 
     PhaseSums sum_slots(double batch, double tokens, double past, const std::vector<OpTimes>* attention,
                         std::vector<BreakdownRow>* breakdown, const char* phase) const;
+
+    // evaluate()'s last few prefill_attention results (a pure function of the prompt: sharing it changes no bit)
+    struct AttentionCache {
+        std::mutex mutex;
+        std::array<double, 4> prompt{{-1, -1, -1, -1}};
+        std::array<std::vector<OpTimes>, 4> attention;
+        std::size_t next = 0;
+    };
+    std::unique_ptr<AttentionCache> cache_ = std::make_unique<AttentionCache>();
+    std::vector<OpTimes> cached_prefill_attention(double prompt) const;
 };
 
 /// One measured point for calibration: llama-bench style (prompt_tokens > 0, gen 0 = ppN; prompt 0, gen > 0 =

@@ -1,0 +1,201 @@
+#include "bindings.hpp"
+
+#include <pybind11/numpy.h>
+
+#include "roofline/inference.hpp"
+#include "roofline/sweep.hpp"
+
+#include <cstring>
+#include <memory>
+
+using namespace roofline;
+
+namespace {
+
+// A column handed to numpy without a copy: the vector moves into a capsule that the array owns.
+template <class T>
+py::array column(std::vector<T>&& v, const char* dtype = nullptr) {
+    auto* holder = new std::vector<T>(std::move(v));
+    py::capsule owner(holder, [](void* p) { delete static_cast<std::vector<T>*>(p); });
+    const py::dtype dt = dtype ? py::dtype(dtype) : py::dtype::of<T>();
+    return py::array(dt, {static_cast<py::ssize_t>(holder->size())}, {static_cast<py::ssize_t>(sizeof(T))},
+                     holder->data(), owner);
+}
+
+py::dict table_dict(SweepTable&& t) {
+    py::dict d;
+    const auto& names = sweep_columns();
+    for (std::size_t i = 0; i < names.size(); ++i) d[py::str(names[i])] = column(std::move(t.columns[i]));
+    d["model"] = column(std::move(t.model));
+    d["quant"] = column(std::move(t.quant));
+    d["device"] = column(std::move(t.device));
+    d["engine"] = column(std::move(t.engine));
+    d["kv_dtype"] = column(std::move(t.kv_dtype));
+    d["flash_attention"] = column(std::move(t.flash_attention), "bool");
+    d["tensor_parallel"] = column(std::move(t.tensor_parallel));
+    d["fits"] = column(std::move(t.fits), "bool");
+    d["prefill_bound"] = column(std::move(t.prefill_bound));
+    d["decode_bound"] = column(std::move(t.decode_bound));
+    if (!t.point.empty() || t.rows == 0) d["point"] = column(std::move(t.point));
+    d["skipped"] = t.skipped;
+    d["plans"] = t.plans;
+    d["rows"] = t.rows;
+    return d;
+}
+
+py::dict row_dict(const EstimatePlan& plan, const EstimateRow& r) {
+    py::dict d;
+    const auto values = sweep_row_values(plan, r);
+    const auto& names = sweep_columns();
+    d["model"] = plan.model_id();
+    d["quant"] = plan.config().quant;
+    d["device"] = plan.device_id();
+    d["engine"] = plan.engine_name();
+    d["kv_dtype"] = plan.config().kv_dtype;
+    d["flash_attention"] = plan.config().flash_attention;
+    d["tensor_parallel"] = plan.config().tensor_parallel;
+    for (std::size_t i = 0; i < names.size(); ++i) d[py::str(names[i])] = values[i];
+    d["fits"] = r.memory.fits;
+    d["prefill_bound"] = phase_bound_names()[static_cast<std::size_t>(r.prefill_bound)];
+    d["decode_bound"] = phase_bound_names()[static_cast<std::size_t>(r.decode_bound)];
+    return d;
+}
+
+py::dict batch_answer_dict(const EstimatePlan& plan, const BatchAnswer& a) {
+    py::dict d;
+    d["feasible"] = a.feasible;
+    d["batch"] = a.batch;
+    d["limit"] = a.limit;
+    d["reason"] = a.reason;
+    d["at"] = row_dict(plan, a.at);
+    d["beyond"] = row_dict(plan, a.beyond);
+    d["evaluations"] = a.evaluations;
+    return d;
+}
+
+template <class T>
+std::vector<T> to_vector(const py::array_t<T, py::array::c_style | py::array::forcecast>& a, const char* what) {
+    if (a.ndim() != 1) throw py::value_error(std::string("sweep points: '") + what + "' must be one-dimensional");
+    std::vector<T> v(static_cast<std::size_t>(a.shape(0)));
+    if (!v.empty()) std::memcpy(v.data(), a.data(), v.size() * sizeof(T));
+    return v;
+}
+
+SweepAxes axes_of(const std::vector<const Model*>& models, const std::vector<std::string>& quants,
+                  const std::vector<const Device*>& devices, const std::vector<std::string>& engines,
+                  const std::vector<std::string>& kv_dtypes, const std::vector<int>& flash, const std::vector<int>& tp) {
+    SweepAxes a;
+    a.models = models;
+    a.quants = quants;
+    a.devices = devices;
+    a.engines = engines;
+    a.kv_dtypes = kv_dtypes;
+    a.flash_attention = flash;
+    a.tensor_parallel = tp;
+    return a;
+}
+
+}  // namespace
+
+void register_sweep(py::module_& m) {
+    m.def("sweep_columns", &sweep_columns, "Names of a sweep's numeric columns, in order");
+    m.def("phase_bound_names", &phase_bound_names, "Bound names indexed by a sweep's prefill_bound / decode_bound codes");
+
+    m.def(
+        "sweep",
+        [](const std::vector<const Model*>& models, const std::vector<std::string>& quants,
+           const std::vector<const Device*>& devices, const std::vector<std::string>& engines,
+           const std::vector<std::string>& kv_dtypes, const std::vector<int>& flash_attention,
+           const std::vector<int>& tensor_parallel, const std::vector<double>& batch, const std::vector<double>& prompt_tokens,
+           const std::vector<double>& gen_tokens, int threads, bool skip_invalid) {
+            SweepAxes a = axes_of(models, quants, devices, engines, kv_dtypes, flash_attention, tensor_parallel);
+            a.batch = batch;
+            a.prompt_tokens = prompt_tokens;
+            a.gen_tokens = gen_tokens;
+            SweepTable t;
+            {
+                py::gil_scoped_release release;
+                t = sweep(a, SweepOptions{threads, skip_invalid});
+            }
+            return table_dict(std::move(t));
+        },
+        py::arg("models"), py::arg("quants"), py::arg("devices"), py::arg("engines"), py::arg("kv_dtypes"),
+        py::arg("flash_attention"), py::arg("tensor_parallel"), py::arg("batch"), py::arg("prompt_tokens"),
+        py::arg("gen_tokens"), py::arg("threads") = 0, py::arg("skip_invalid") = false,
+        "Estimates over the product of the axes, as a dict of column arrays (numpy, not copied) and codes");
+
+    m.def(
+        "sweep_points",
+        [](const std::vector<const Model*>& models, const std::vector<std::string>& quants,
+           const std::vector<const Device*>& devices, const std::vector<std::string>& engines,
+           const std::vector<std::string>& kv_dtypes, const std::vector<int>& flash_attention,
+           const std::vector<int>& tensor_parallel, const py::array_t<std::uint32_t, py::array::c_style | py::array::forcecast>& model,
+           const py::array_t<std::uint32_t, py::array::c_style | py::array::forcecast>& quant,
+           const py::array_t<std::uint32_t, py::array::c_style | py::array::forcecast>& device,
+           const py::array_t<std::uint32_t, py::array::c_style | py::array::forcecast>& engine,
+           const py::array_t<std::uint32_t, py::array::c_style | py::array::forcecast>& kv_dtype,
+           const py::array_t<std::uint32_t, py::array::c_style | py::array::forcecast>& flash,
+           const py::array_t<std::uint32_t, py::array::c_style | py::array::forcecast>& tp,
+           const py::array_t<double, py::array::c_style | py::array::forcecast>& batch,
+           const py::array_t<double, py::array::c_style | py::array::forcecast>& prompt_tokens,
+           const py::array_t<double, py::array::c_style | py::array::forcecast>& gen_tokens, int threads, bool skip_invalid) {
+            const SweepAxes a = axes_of(models, quants, devices, engines, kv_dtypes, flash_attention, tensor_parallel);
+            SweepPoints p;
+            p.model = to_vector(model, "model");
+            p.quant = to_vector(quant, "quant");
+            p.device = to_vector(device, "device");
+            p.engine = to_vector(engine, "engine");
+            p.kv_dtype = to_vector(kv_dtype, "kv_dtype");
+            p.flash_attention = to_vector(flash, "flash_attention");
+            p.tensor_parallel = to_vector(tp, "tensor_parallel");
+            p.batch = to_vector(batch, "batch");
+            p.prompt_tokens = to_vector(prompt_tokens, "prompt_tokens");
+            p.gen_tokens = to_vector(gen_tokens, "gen_tokens");
+            SweepTable t;
+            {
+                py::gil_scoped_release release;
+                t = sweep(a, p, SweepOptions{threads, skip_invalid});
+            }
+            return table_dict(std::move(t));
+        },
+        py::arg("models"), py::arg("quants"), py::arg("devices"), py::arg("engines"), py::arg("kv_dtypes"),
+        py::arg("flash_attention"), py::arg("tensor_parallel"), py::arg("model"), py::arg("quant"), py::arg("device"),
+        py::arg("engine"), py::arg("kv_dtype"), py::arg("flash"), py::arg("tp"), py::arg("batch"),
+        py::arg("prompt_tokens"), py::arg("gen_tokens"), py::arg("threads") = 0, py::arg("skip_invalid") = false,
+        "Estimates of explicit points (indices into the configuration lists), as sweep() returns them");
+
+    m.def(
+        "max_batch_for_latency",
+        [](const EstimatePlan& plan, double prompt_tokens, double gen_tokens, double tpot_s, double ttft_s) {
+            BatchAnswer a;
+            {
+                py::gil_scoped_release release;
+                a = max_batch_for_latency(plan, prompt_tokens, gen_tokens, tpot_s, ttft_s);
+            }
+            return batch_answer_dict(plan, a);
+        },
+        py::arg("plan"), py::arg("prompt_tokens"), py::arg("gen_tokens"), py::arg("tpot_s"), py::arg("ttft_s") = 0.0,
+        "The largest batch that fits and meets the latency targets (<= 0: none), by bisection");
+
+    m.def(
+        "min_batch_for_throughput",
+        [](const EstimatePlan& plan, double prompt_tokens, double gen_tokens, double tokens_per_s, double tpot_s,
+           double ttft_s) {
+            ThroughputAnswer a;
+            {
+                py::gil_scoped_release release;
+                a = min_batch_for_throughput(plan, prompt_tokens, gen_tokens, tokens_per_s, tpot_s, ttft_s);
+            }
+            py::dict d;
+            d["feasible"] = a.feasible;
+            d["batch"] = a.batch;
+            d["reason"] = a.reason;
+            d["at"] = row_dict(plan, a.at);
+            d["capacity"] = batch_answer_dict(plan, a.capacity);
+            d["evaluations"] = a.evaluations;
+            return d;
+        },
+        py::arg("plan"), py::arg("prompt_tokens"), py::arg("gen_tokens"), py::arg("tokens_per_s"), py::arg("tpot_s") = 0.0,
+        py::arg("ttft_s") = 0.0,
+        "The smallest batch whose aggregate decode tokens/s reaches the target within the latency targets, by bisection");
+}

@@ -1,0 +1,100 @@
+// Sweeps: estimates over the Cartesian product of models × quantizations × devices × engines × KV formats ×
+// flash attention × tensor parallel × prompt × generated tokens × batch (or an explicit list of points), written
+// into columns on a pool of threads; and the inverse questions (the largest batch meeting a latency target, the
+// smallest batch meeting a throughput target) answered by bisection.
+#pragma once
+
+#include "roofline/inference.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace roofline {
+
+/// The axes of a sweep. Every axis must list at least one value.
+struct SweepAxes {
+    std::vector<const Model*> models;
+    std::vector<std::string> quants;
+    std::vector<const Device*> devices;
+    std::vector<std::string> engines{"llama.cpp"};
+    std::vector<std::string> kv_dtypes{"f16"};
+    std::vector<int> flash_attention{0};  ///< 0 or 1
+    std::vector<int> tensor_parallel{1};
+    std::vector<double> batch{1}, prompt_tokens{512}, gen_tokens{128};
+};
+
+/// An explicit list of points instead of the product: per point an index into each of the axes' configuration lists
+/// (models, quants, devices, engines, kv_dtypes, flash_attention, tensor_parallel) and its own batch, prompt and
+/// generated tokens (the axes' batch / prompt / gen lists are not used).
+struct SweepPoints {
+    std::vector<std::uint32_t> model, quant, device, engine, kv_dtype, flash_attention, tensor_parallel;
+    std::vector<double> batch, prompt_tokens, gen_tokens;
+};
+
+struct SweepOptions {
+    int threads = 0;            ///< worker threads; 0 = one per core (std::thread::hardware_concurrency)
+    bool skip_invalid = false;  ///< leave out configurations no plan can be built for (listed in SweepTable::skipped)
+                                ///< instead of throwing the first one's error
+};
+
+/// The results by column, one entry per row. Product sweeps order rows as nested loops: model, quant, device, engine,
+/// kv_dtype, flash_attention, tensor_parallel, prompt_tokens, gen_tokens, batch (the last fastest); point sweeps keep
+/// the points' order. The values do not depend on the number of threads.
+struct SweepTable {
+    std::size_t rows = 0;
+    /// Each row's configuration: indices into the axes' lists.
+    std::vector<std::int32_t> model, quant, device, engine, kv_dtype, tensor_parallel;
+    std::vector<std::uint8_t> flash_attention;
+    std::vector<std::int64_t> point;                 ///< point sweeps: the point's position in the input
+    std::vector<std::vector<double>> columns;        ///< named by sweep_columns()
+    std::vector<std::uint8_t> fits;                  ///< memory.fits
+    std::vector<std::uint8_t> prefill_bound, decode_bound;  ///< PhaseBound codes (phase_bound_names())
+    std::vector<std::string> skipped;                ///< configurations left out, each with the reason
+    std::size_t plans = 0;                           ///< plans built (configurations estimated)
+};
+
+/// Names of SweepTable::columns in order: the numeric fields of an estimate (memory fields as memory_<name>).
+const std::vector<std::string>& sweep_columns();
+/// An EstimateRow's numbers in the order of sweep_columns() (fits and bounds aside).
+std::vector<double> sweep_row_values(const EstimatePlan& plan, const EstimateRow& row);
+
+/// Estimate every combination of the axes. Throws InvalidArgument / NotFound naming the axis or the configuration
+/// (unless skip_invalid) before any point is estimated.
+SweepTable sweep(const SweepAxes& axes, const SweepOptions& options = {});
+/// Estimate a list of points whose configurations index the axes.
+SweepTable sweep(const SweepAxes& axes, const SweepPoints& points, const SweepOptions& options = {});
+
+/// The largest batch whose estimate fits in memory and meets the targets: time per output token
+/// (decode_s / gen_tokens) <= tpot_s and time to first token <= ttft_s (a target <= 0 is no target). Found by
+/// bisection between batch 1 and the largest batch that fits (memory grows with the batch, and so does the time per
+/// token, but for steps), and checked: the answer meets the targets and answer + 1 does not. Where the model is not
+/// monotone in the batch (an engine's switch from mat-vec to tiled kernels at gemv_max_rows, row-tile and
+/// dequantization-tile steps), the answer is such a boundary and a larger batch past a step may meet the target too.
+struct BatchAnswer {
+    bool feasible = false;
+    double batch = 0;     ///< the answer; 0 when infeasible
+    std::string limit;    ///< what stops a larger batch, or what batch 1 already fails: "memory", "tpot" or "ttft"
+    std::string reason;   ///< the answer in words, with the numbers
+    EstimateRow at;       ///< the estimate at the answer (at batch 1 when infeasible)
+    EstimateRow beyond;   ///< the estimate at the answer + 1 (at batch 2 when infeasible)
+    int evaluations = 0;  ///< estimates the search took
+};
+BatchAnswer max_batch_for_latency(const EstimatePlan& plan, double prompt_tokens, double gen_tokens, double tpot_s,
+                                  double ttft_s = 0);
+
+/// The smallest batch whose aggregate decode throughput (decode_tokens_per_s_total) reaches `tokens_per_s` while
+/// meeting the latency targets of max_batch_for_latency: bisection between batch 1 and that answer. The answer
+/// reaches the target and answer − 1 does not (the same caveat on steps applies).
+struct ThroughputAnswer {
+    bool feasible = false;
+    double batch = 0;          ///< the answer; 0 when infeasible
+    std::string reason;
+    EstimateRow at;            ///< at the answer (infeasible: at the largest batch meeting the latency targets)
+    BatchAnswer capacity;      ///< the largest batch meeting the latency targets and its estimate
+    int evaluations = 0;
+};
+ThroughputAnswer min_batch_for_throughput(const EstimatePlan& plan, double prompt_tokens, double gen_tokens,
+                                          double tokens_per_s, double tpot_s = 0, double ttft_s = 0);
+
+}  // namespace roofline

@@ -1,0 +1,538 @@
+#include "roofline/sweep.hpp"
+
+#include "roofline/errors.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <exception>
+#include <map>
+#include <sstream>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+namespace roofline {
+
+namespace {
+
+// Run task(i) for i in [0, n) on up to `threads` threads (0: one per core); the calling thread works too. If tasks
+// throw, the others still run and the exception of the lowest index is rethrown here (whatever the thread count).
+template <class Task>
+void parallel_for(std::size_t n, int threads, const Task& task) {
+    if (n == 0) return;
+    std::size_t workers = threads > 0 ? static_cast<std::size_t>(threads) : std::max(1u, std::thread::hardware_concurrency());
+    workers = std::min(workers, n);
+    std::atomic<std::size_t> next{0};
+    std::mutex failed_mutex;
+    std::size_t failed_at = n;
+    std::exception_ptr failed;
+    auto work = [&] {
+        for (std::size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) {
+            try {
+                task(i);
+            } catch (...) {
+                const std::lock_guard<std::mutex> lock(failed_mutex);
+                if (i < failed_at) {
+                    failed_at = i;
+                    failed = std::current_exception();
+                }
+            }
+        }
+    };
+    std::vector<std::thread> pool;
+    pool.reserve(workers - 1);
+    for (std::size_t w = 1; w < workers; ++w) pool.emplace_back(work);
+    work();
+    for (auto& t : pool) t.join();
+    if (failed) std::rethrow_exception(failed);
+}
+
+// An error of one configuration, kept with its type to be rethrown with the configuration named.
+struct Failure {
+    std::string message;
+    bool not_found = false;
+};
+
+[[noreturn]] void rethrow(const Failure& f) {
+    if (f.not_found) throw NotFound(f.message);
+    throw InvalidArgument(f.message);
+}
+
+template <class F>
+bool capture(Failure& out, const std::string& what, F&& f) {
+    try {
+        f();
+        return true;
+    } catch (const NotFound& e) {
+        out = {what + ": " + e.what(), true};
+    } catch (const std::exception& e) {
+        out = {what + ": " + e.what(), false};
+    }
+    return false;
+}
+
+void check_axes(const SweepAxes& a, bool need_points) {
+    auto nonempty = [](std::size_t n, const char* axis) {
+        if (n == 0) throw InvalidArgument(std::string("sweep: '") + axis + "' must list at least one value");
+    };
+    nonempty(a.models.size(), "models");
+    nonempty(a.quants.size(), "quants");
+    nonempty(a.devices.size(), "devices");
+    nonempty(a.engines.size(), "engines");
+    nonempty(a.kv_dtypes.size(), "kv_dtypes");
+    nonempty(a.flash_attention.size(), "flash_attention");
+    nonempty(a.tensor_parallel.size(), "tensor_parallel");
+    for (std::size_t i = 0; i < a.models.size(); ++i)
+        if (!a.models[i]) throw InvalidArgument("sweep: models[" + std::to_string(i) + "] is null");
+    for (std::size_t i = 0; i < a.devices.size(); ++i)
+        if (!a.devices[i]) throw InvalidArgument("sweep: devices[" + std::to_string(i) + "] is null");
+    for (int f : a.flash_attention)
+        if (f != 0 && f != 1) throw InvalidArgument("sweep: flash_attention values must be 0 or 1, got " + std::to_string(f));
+    if (!need_points) return;
+    nonempty(a.batch.size(), "batch");
+    nonempty(a.prompt_tokens.size(), "prompt_tokens");
+    nonempty(a.gen_tokens.size(), "gen_tokens");
+    for (double b : a.batch) EstimatePlan::check_point(b, 1, 0);
+    for (double p : a.prompt_tokens) check_count("prompt_tokens", p);
+    for (double g : a.gen_tokens) check_count("gen_tokens", g);
+    for (double p : a.prompt_tokens)
+        for (double g : a.gen_tokens)
+            if (p + g < 1)
+                throw InvalidArgument("sweep: prompt_tokens 0 with gen_tokens 0 leaves nothing to estimate; drop 0 from one of them");
+}
+
+// A configuration: indices into the axes' configuration lists.
+using Config = std::array<std::uint32_t, 7>;  // model, quant, device, engine, kv, flash, tp
+
+std::string describe(const SweepAxes& a, const Config& c) {
+    std::ostringstream os;
+    os << "model '" << a.models[c[0]]->arch.id << "', quant '" << a.quants[c[1]] << "', device '" << a.devices[c[2]]->id
+       << "', engine '" << a.engines[c[3]] << "', kv_dtype '" << a.kv_dtypes[c[4]] << "', flash_attention "
+       << (a.flash_attention[c[5]] ? "on" : "off") << ", tensor_parallel " << a.tensor_parallel[c[6]];
+    return os.str();
+}
+
+// Plans for a list of configurations, built in parallel; formats shared per (model, quant).
+struct Plans {
+    std::vector<std::unique_ptr<EstimatePlan>> plans;  // null where the configuration failed
+    std::vector<Failure> failures;
+};
+
+Plans build_plans(const SweepAxes& a, const std::vector<Config>& configs, int threads) {
+    // Structures (the device-independent part of a plan) per (model, quant, engine, kv, flash, tp), then a plan per
+    // configuration from its structure and device: no op is built per device.
+    auto structure_key = [](const Config& c) { return Config{c[0], c[1], 0, c[3], c[4], c[5], c[6]}; };
+    std::vector<Config> keys;
+    for (const auto& c : configs) keys.push_back(structure_key(c));
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    // tensor formats per (model, quant), shared by the structures
+    const std::size_t nq = a.quants.size();
+    std::vector<std::size_t> mq;
+    for (const auto& k : keys) mq.push_back(k[0] * nq + k[1]);
+    std::sort(mq.begin(), mq.end());
+    mq.erase(std::unique(mq.begin(), mq.end()), mq.end());
+    std::vector<std::vector<TensorFormat>> formats(mq.size());
+    std::vector<Failure> format_failures(mq.size());
+    std::vector<char> format_ok(mq.size(), 0);
+    parallel_for(mq.size(), threads, [&](std::size_t i) {
+        const std::size_t m = mq[i] / nq, q = mq[i] % nq;
+        format_ok[i] = capture(format_failures[i], "", [&] { formats[i] = EstimatePlan::formats_for(*a.models[m], a.quants[q]); });
+    });
+    std::vector<std::shared_ptr<const EstimatePlan::Structure>> structures(keys.size());
+    std::vector<Failure> structure_failures(keys.size());
+    parallel_for(keys.size(), threads, [&](std::size_t i) {
+        const Config& k = keys[i];
+        const std::size_t f = static_cast<std::size_t>(std::lower_bound(mq.begin(), mq.end(), k[0] * nq + k[1]) - mq.begin());
+        if (!format_ok[f]) {
+            structure_failures[i] = format_failures[f];
+            return;
+        }
+        capture(structure_failures[i], "", [&] {
+            const PlanConfig pc{a.quants[k[1]], a.kv_dtypes[k[4]], a.flash_attention[k[5]] != 0, a.engines[k[3]],
+                                a.tensor_parallel[k[6]]};
+            structures[i] = EstimatePlan::structure(*a.models[k[0]], pc, &formats[f]);
+        });
+    });
+    Plans out;
+    out.plans.resize(configs.size());
+    out.failures.resize(configs.size());
+    parallel_for(configs.size(), threads, [&](std::size_t i) {
+        const Config& c = configs[i];
+        const std::size_t k = static_cast<std::size_t>(
+            std::lower_bound(keys.begin(), keys.end(), structure_key(c)) - keys.begin());
+        if (!structures[k]) {
+            out.failures[i] = {describe(a, c) + structure_failures[k].message, structure_failures[k].not_found};
+            return;
+        }
+        capture(out.failures[i], describe(a, c),
+                [&] { out.plans[i] = std::make_unique<EstimatePlan>(*a.devices[c[2]], structures[k]); });
+    });
+    return out;
+}
+
+// Columns of a table being filled.
+struct Writer {
+    SweepTable& t;
+    void resize(std::size_t rows, bool points) {
+        t.rows = rows;
+        for (auto* v : {&t.model, &t.quant, &t.device, &t.engine, &t.kv_dtype, &t.tensor_parallel}) v->resize(rows);
+        t.flash_attention.resize(rows);
+        if (points) t.point.resize(rows);
+        t.columns.resize(sweep_columns().size());
+        for (auto& c : t.columns) c.resize(rows);
+        t.fits.resize(rows);
+        t.prefill_bound.resize(rows);
+        t.decode_bound.resize(rows);
+    }
+    void write(std::size_t r, const SweepAxes& a, const Config& c, const EstimatePlan& plan, const EstimateRow& e) {
+        t.model[r] = static_cast<std::int32_t>(c[0]);
+        t.quant[r] = static_cast<std::int32_t>(c[1]);
+        t.device[r] = static_cast<std::int32_t>(c[2]);
+        t.engine[r] = static_cast<std::int32_t>(c[3]);
+        t.kv_dtype[r] = static_cast<std::int32_t>(c[4]);
+        t.flash_attention[r] = static_cast<std::uint8_t>(a.flash_attention[c[5]]);
+        t.tensor_parallel[r] = a.tensor_parallel[c[6]];
+        auto* col = t.columns.data();
+        std::size_t k = 0;
+        col[k++][r] = plan.parameters();
+        col[k++][r] = plan.weight_bytes();
+        col[k++][r] = plan.bits_per_weight();
+        col[k++][r] = e.batch;
+        col[k++][r] = e.prompt_tokens;
+        col[k++][r] = e.gen_tokens;
+        col[k++][r] = e.prefill_s;
+        col[k++][r] = e.prefill_tokens_per_s;
+        col[k++][r] = e.ttft_s;
+        col[k++][r] = e.decode_s;
+        col[k++][r] = e.decode_tokens_per_s;
+        col[k++][r] = e.decode_tokens_per_s_total;
+        col[k++][r] = e.total_s;
+        col[k++][r] = e.ceiling_decode_weights;
+        col[k++][r] = e.ceiling_decode;
+        col[k++][r] = e.ceiling_prefill;
+        col[k++][r] = e.decode_intensity;
+        col[k++][r] = e.compute_bound_batch;
+        col[k++][r] = e.memory.weights;
+        col[k++][r] = e.memory.kv_cache;
+        col[k++][r] = e.memory.activations;
+        col[k++][r] = e.memory.overhead;
+        col[k++][r] = e.memory.total;
+        col[k++][r] = e.memory.capacity;
+        col[k++][r] = e.max_batch;
+        col[k++][r] = e.max_context;
+        t.fits[r] = e.memory.fits ? 1 : 0;
+        t.prefill_bound[r] = static_cast<std::uint8_t>(e.prefill_bound);
+        t.decode_bound[r] = static_cast<std::uint8_t>(e.decode_bound);
+    }
+};
+
+std::vector<Config> all_configs(const SweepAxes& a) {
+    std::vector<Config> out;
+    const auto n = [](const auto& v) { return static_cast<std::uint32_t>(v.size()); };
+    for (std::uint32_t m = 0; m < n(a.models); ++m)
+        for (std::uint32_t q = 0; q < n(a.quants); ++q)
+            for (std::uint32_t d = 0; d < n(a.devices); ++d)
+                for (std::uint32_t e = 0; e < n(a.engines); ++e)
+                    for (std::uint32_t k = 0; k < n(a.kv_dtypes); ++k)
+                        for (std::uint32_t f = 0; f < n(a.flash_attention); ++f)
+                            for (std::uint32_t t = 0; t < n(a.tensor_parallel); ++t) out.push_back({m, q, d, e, k, f, t});
+    return out;
+}
+
+// Keep the configurations whose plans were built; throw the first failure unless skipping.
+std::vector<std::size_t> valid_configs(const SweepAxes& a, const std::vector<Config>& configs, const Plans& plans,
+                                       const SweepOptions& options, SweepTable& table) {
+    std::vector<std::size_t> ok;
+    for (std::size_t i = 0; i < configs.size(); ++i) {
+        if (plans.plans[i]) {
+            ok.push_back(i);
+            continue;
+        }
+        if (!options.skip_invalid) rethrow(plans.failures[i]);
+        table.skipped.push_back(plans.failures[i].message);
+    }
+    (void)a;
+    table.plans = ok.size();
+    return ok;
+}
+
+}  // namespace
+
+const std::vector<std::string>& sweep_columns() {
+    static const std::vector<std::string> names = {
+        "parameters", "weight_bytes", "bits_per_weight", "batch", "prompt_tokens", "gen_tokens", "prefill_s",
+        "prefill_tokens_per_s", "ttft_s", "decode_s", "decode_tokens_per_s", "decode_tokens_per_s_total", "total_s",
+        "ceiling_decode_weights", "ceiling_decode", "ceiling_prefill", "decode_intensity", "compute_bound_batch",
+        "memory_weights", "memory_kv_cache", "memory_activations", "memory_overhead", "memory_total", "memory_capacity",
+        "max_batch", "max_context"};
+    return names;
+}
+
+std::vector<double> sweep_row_values(const EstimatePlan& plan, const EstimateRow& e) {
+    SweepTable t;
+    Writer w{t};
+    w.resize(1, false);
+    SweepAxes a;
+    a.flash_attention = {plan.config().flash_attention ? 1 : 0};
+    a.tensor_parallel = {plan.config().tensor_parallel};
+    w.write(0, a, Config{0, 0, 0, 0, 0, 0, 0}, plan, e);
+    std::vector<double> out;
+    for (const auto& c : t.columns) out.push_back(c[0]);
+    return out;
+}
+
+SweepTable sweep(const SweepAxes& a, const SweepOptions& options) {
+    check_axes(a, true);
+    SweepTable table;
+    const std::vector<Config> configs = all_configs(a);
+    const Plans plans = build_plans(a, configs, options.threads);
+    const std::vector<std::size_t> ok = valid_configs(a, configs, plans, options, table);
+
+    const std::size_t nb = a.batch.size(), np = a.prompt_tokens.size(), ng = a.gen_tokens.size();
+    const std::size_t per_config = nb * np * ng;
+    Writer w{table};
+    w.resize(ok.size() * per_config, false);
+
+    // Work in chunks of (configuration, prompts): whole configurations when there are enough to keep every thread
+    // busy, else one prompt each. Pieces shared between points are computed once per chunk; each is a pure
+    // function of its arguments, so chunking changes no value.
+    const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+    const std::size_t threads = options.threads > 0 ? static_cast<std::size_t>(options.threads) : hw;
+    const std::size_t prompts_per_chunk = ok.size() >= 4 * threads ? np : 1;
+    const std::size_t chunks_per_config = (np + prompts_per_chunk - 1) / prompts_per_chunk;
+    parallel_for(ok.size() * chunks_per_config, options.threads, [&](std::size_t chunk) {
+        const std::size_t g = chunk / chunks_per_config;
+        const std::size_t p0 = (chunk % chunks_per_config) * prompts_per_chunk, p1 = std::min(np, p0 + prompts_per_chunk);
+        const Config& c = configs[ok[g]];
+        const EstimatePlan& plan = *plans.plans[ok[g]];
+        std::vector<PhaseSums> step(nb), prefill(nb);
+        std::vector<double> max_context(nb);
+        std::vector<char> batch_done(nb, 0);
+        for (std::size_t pi = p0; pi < p1; ++pi) {
+            const double P = a.prompt_tokens[pi];
+            if (P > 0) {
+                const std::vector<OpTimes> attention = plan.prefill_attention(P);
+                for (std::size_t bi = 0; bi < nb; ++bi) prefill[bi] = plan.prefill(a.batch[bi], P, attention);
+            }
+            for (std::size_t gi = 0; gi < ng; ++gi) {
+                const double n = a.gen_tokens[gi];
+                const double cbb = plan.compute_bound_batch(P, n), mb = plan.max_batch(P, n);
+                std::size_t row = ((g * np + pi) * ng + gi) * nb;
+                for (std::size_t bi = 0; bi < nb; ++bi, ++row) {
+                    const double B = a.batch[bi];
+                    if (!batch_done[bi]) {
+                        step[bi] = plan.decode_step(B);
+                        max_context[bi] = plan.max_context(B);
+                        batch_done[bi] = 1;
+                    }
+                    const PhaseSums decode = n > 0 ? plan.decode(B, P, n, step[bi]) : PhaseSums{};
+                    const EstimateRow e = plan.assemble(B, P, n, P > 0 ? prefill[bi] : PhaseSums{}, decode, max_context[bi], cbb, mb);
+                    w.write(row, a, c, plan, e);
+                }
+            }
+        }
+    });
+    return table;
+}
+
+SweepTable sweep(const SweepAxes& a, const SweepPoints& pts, const SweepOptions& options) {
+    check_axes(a, false);
+    const std::size_t n = pts.batch.size();
+    for (const auto* v : {&pts.model, &pts.quant, &pts.device, &pts.engine, &pts.kv_dtype, &pts.flash_attention, &pts.tensor_parallel})
+        if (v->size() != n) throw InvalidArgument("sweep points: every column must have one entry per point (" + std::to_string(n) + ")");
+    if (pts.prompt_tokens.size() != n || pts.gen_tokens.size() != n)
+        throw InvalidArgument("sweep points: every column must have one entry per point (" + std::to_string(n) + ")");
+    const std::size_t sizes[7] = {a.models.size(), a.quants.size(), a.devices.size(), a.engines.size(),
+                                  a.kv_dtypes.size(), a.flash_attention.size(), a.tensor_parallel.size()};
+    static const char* axis_names[7] = {"model", "quant", "device", "engine", "kv_dtype", "flash_attention", "tensor_parallel"};
+    const std::vector<std::uint32_t>* cols[7] = {&pts.model, &pts.quant, &pts.device, &pts.engine, &pts.kv_dtype,
+                                                 &pts.flash_attention, &pts.tensor_parallel};
+    // the distinct configurations, in order of first use
+    std::map<Config, std::size_t> index;
+    std::vector<Config> configs;
+    std::vector<std::size_t> config_of(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        Config c{};
+        for (std::size_t k = 0; k < 7; ++k) {
+            c[k] = (*cols[k])[i];
+            if (c[k] >= sizes[k])
+                throw InvalidArgument("sweep points: point " + std::to_string(i) + " has " + axis_names[k] + " index " +
+                                      std::to_string(c[k]) + ", beyond the " + std::to_string(sizes[k]) + " given");
+        }
+        try {
+            EstimatePlan::check_point(pts.batch[i], pts.prompt_tokens[i], pts.gen_tokens[i]);
+        } catch (const InvalidArgument& e) {
+            throw InvalidArgument("sweep points: point " + std::to_string(i) + ": " + e.what());
+        }
+        auto [it, added] = index.emplace(c, configs.size());
+        if (added) configs.push_back(c);
+        config_of[i] = it->second;
+    }
+    SweepTable table;
+    const Plans plans = build_plans(a, configs, options.threads);
+    valid_configs(a, configs, plans, options, table);
+    std::vector<std::size_t> kept;  // the points whose configuration has a plan
+    for (std::size_t i = 0; i < n; ++i)
+        if (plans.plans[config_of[i]]) kept.push_back(i);
+    Writer w{table};
+    w.resize(kept.size(), true);
+    constexpr std::size_t kChunk = 512;
+    parallel_for((kept.size() + kChunk - 1) / kChunk, options.threads, [&](std::size_t chunk) {
+        for (std::size_t r = chunk * kChunk; r < std::min(kept.size(), (chunk + 1) * kChunk); ++r) {
+            const std::size_t i = kept[r];
+            const std::size_t ci = config_of[i];
+            const EstimatePlan& plan = *plans.plans[ci];
+            w.write(r, a, configs[ci], plan, plan.evaluate(pts.batch[i], pts.prompt_tokens[i], pts.gen_tokens[i]));
+            table.point[r] = static_cast<std::int64_t>(i);
+        }
+    });
+    return table;
+}
+
+// -------------------------------------------------------------------------------------------------------------
+// Inverse queries
+
+namespace {
+std::string fmt(double x, int digits = 4) {
+    std::ostringstream os;
+    os.precision(digits);
+    os << x;
+    return os.str();
+}
+std::string gb(double bytes) { return fmt(bytes / 1e9) + " GB"; }
+std::string ms(double s) { return fmt(s * 1e3) + " ms"; }
+
+void check_targets(double gen, double tpot_s, double ttft_s) {
+    if (std::isnan(tpot_s) || std::isnan(ttft_s) || std::isinf(tpot_s) || std::isinf(ttft_s))
+        throw InvalidArgument("latency targets must be finite numbers of seconds (<= 0: no target)");
+    if (tpot_s > 0 && gen < 1)
+        throw InvalidArgument("a time-per-output-token target needs gen_tokens >= 1, got " + fmt(gen));
+}
+}  // namespace
+
+BatchAnswer max_batch_for_latency(const EstimatePlan& plan, double prompt, double gen, double tpot_s, double ttft_s) {
+    EstimatePlan::check_point(1, prompt, gen);
+    check_targets(gen, tpot_s, ttft_s);
+    BatchAnswer ans;
+    auto eval = [&](double b) {
+        ++ans.evaluations;
+        return plan.evaluate(b, prompt, gen);
+    };
+    auto tpot = [&](const EstimateRow& e) { return gen > 0 ? e.decode_s / gen : 0.0; };
+    // the first target a point misses: "" when it meets them all
+    auto misses = [&](const EstimateRow& e) -> std::string {
+        if (!e.memory.fits) return "memory";
+        if (tpot_s > 0 && tpot(e) > tpot_s) return "tpot";
+        if (ttft_s > 0 && e.ttft_s > ttft_s) return "ttft";
+        return "";
+    };
+    auto describe_miss = [&](const std::string& what, const EstimateRow& e) {
+        if (what == "memory") return "needs " + gb(e.memory.total) + " of " + gb(e.memory.capacity) + " memory";
+        if (what == "tpot") return "takes " + ms(tpot(e)) + " per output token (target " + ms(tpot_s) + ")";
+        return "takes " + ms(e.ttft_s) + " to the first token (target " + ms(ttft_s) + ")";
+    };
+    const EstimateRow one = eval(1);
+    if (const std::string m = misses(one); !m.empty()) {
+        ans.limit = m;
+        ans.reason = "no batch meets the targets: batch 1 already " + describe_miss(m, one);
+        ans.at = one;
+        ans.beyond = eval(2);
+        return ans;
+    }
+    // The largest batch that fits: memory is affine in the batch, so the closed form is exact up to rounding;
+    // checked, and found by bisection over fits() should it be off.
+    auto fits = [&](double b) { return plan.memory(b, prompt, gen).fits; };
+    double hi = std::max(1.0, plan.max_batch(prompt, gen));
+    if (!fits(hi)) {
+        double ok = 1;
+        while (hi - ok > 1) {
+            const double mid = std::floor((ok + hi) / 2);
+            (fits(mid) ? ok : hi) = mid;
+        }
+        hi = ok;
+    } else if (fits(hi + 1)) {
+        double bad = hi + 1;
+        while (fits(bad) && bad < 1e15) bad *= 2;
+        while (bad - hi > 1) {
+            const double mid = std::floor((hi + bad) / 2);
+            (fits(mid) ? hi : bad) = mid;
+        }
+    }
+    double lo = 1;  // meets every target
+    EstimateRow at = one;
+    // invariant: lo meets; hi either meets (checked below) or not
+    EstimateRow top = eval(hi);
+    if (misses(top).empty()) {
+        lo = hi;
+        at = top;
+    } else {
+        while (hi - lo > 1) {
+            const double mid = std::floor((lo + hi) / 2);
+            const EstimateRow e = eval(mid);
+            if (misses(e).empty()) {
+                lo = mid;
+                at = e;
+            } else {
+                hi = mid;
+            }
+        }
+    }
+    ans.feasible = true;
+    ans.batch = lo;
+    ans.at = at;
+    ans.beyond = eval(lo + 1);
+    ans.limit = misses(ans.beyond);
+    if (ans.limit.empty()) ans.limit = "memory";  // cannot happen when the model is monotone; keep a definite answer
+    std::string what = "batch " + fmt(lo, 15) + " fits (" + gb(at.memory.total) + " of " + gb(at.memory.capacity) + ")";
+    if (gen > 0) what += ", " + ms(tpot(at)) + " per output token";
+    if (ttft_s > 0) what += ", " + ms(at.ttft_s) + " to the first token";
+    ans.reason = what + "; batch " + fmt(lo + 1, 15) + " " + describe_miss(ans.limit, ans.beyond);
+    return ans;
+}
+
+ThroughputAnswer min_batch_for_throughput(const EstimatePlan& plan, double prompt, double gen, double tokens_per_s,
+                                          double tpot_s, double ttft_s) {
+    if (gen < 1) throw InvalidArgument("a throughput target needs gen_tokens >= 1, got " + fmt(gen));
+    if (!(tokens_per_s > 0) || std::isinf(tokens_per_s))
+        throw InvalidArgument("target tokens/s must be a finite number > 0, got " + fmt(tokens_per_s));
+    ThroughputAnswer ans;
+    ans.capacity = max_batch_for_latency(plan, prompt, gen, tpot_s, ttft_s);
+    ans.evaluations = ans.capacity.evaluations;
+    if (!ans.capacity.feasible) {
+        ans.reason = ans.capacity.reason;
+        ans.at = ans.capacity.at;
+        return ans;
+    }
+    const double best = ans.capacity.at.decode_tokens_per_s_total;
+    if (best < tokens_per_s) {
+        ans.reason = "at most " + fmt(best) + " tokens/s (batch " + fmt(ans.capacity.batch, 15) + ", the largest that " +
+                     (ans.capacity.limit == "memory" ? "fits in memory" : "meets the latency target") + "), below the target " +
+                     fmt(tokens_per_s);
+        ans.at = ans.capacity.at;
+        return ans;
+    }
+    auto meets = [&](const EstimateRow& e) { return e.decode_tokens_per_s_total >= tokens_per_s; };
+    double lo = 0, hi = ans.capacity.batch;  // lo: misses (0 stands for "none"), hi: meets
+    EstimateRow at = ans.capacity.at;
+    while (hi - lo > 1) {
+        const double mid = std::max(1.0, std::floor((lo + hi) / 2));
+        ++ans.evaluations;
+        const EstimateRow e = plan.evaluate(mid, prompt, gen);
+        if (meets(e)) {
+            hi = mid;
+            at = e;
+        } else {
+            lo = mid;
+        }
+    }
+    ans.feasible = true;
+    ans.batch = hi;
+    ans.at = at;
+    ans.reason = "batch " + fmt(hi, 15) + " reaches " + fmt(at.decode_tokens_per_s_total) + " tokens/s (target " +
+                 fmt(tokens_per_s) + "); at most " + fmt(best) + " at batch " + fmt(ans.capacity.batch, 15);
+    return ans;
+}
+
+}  // namespace roofline

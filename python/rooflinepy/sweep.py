@@ -1,0 +1,530 @@
+"""Design-space sweeps and the inverse questions: every number comes from the C++ core.
+
+``sweep`` estimates the product of models × quantizations × devices × engines × KV formats × flash attention ×
+tensor parallel × prompt × generated tokens × batch (or an explicit list of points) in the core, on every core, and
+returns one DataFrame row per point. ``max_batch`` and ``cheapest`` answer inverse questions by bisection in the
+core; ``pareto`` keeps the non-dominated rows of a sweep.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+
+from . import _core
+from .inference import _device, _plan, model as _model
+
+__all__ = ["sweep", "max_batch", "cheapest", "pareto", "BatchAnswer"]
+
+# Column order of a sweep's DataFrame: the configuration, then the estimate's fields in rp.Estimate's order.
+_CONFIG = ["model", "quant", "device", "engine", "kv_dtype", "flash_attention", "tensor_parallel"]
+_ORDER = ["parameters", "weight_bytes", "bits_per_weight", "batch", "prompt_tokens", "gen_tokens", "prefill_s",
+          "prefill_tokens_per_s", "ttft_s", "decode_s", "decode_tokens_per_s", "decode_tokens_per_s_total", "total_s",
+          "prefill_bound", "decode_bound", "ceiling_decode_weights", "ceiling_decode", "ceiling_prefill",
+          "decode_intensity", "compute_bound_batch", "fits", "memory_weights", "memory_kv_cache", "memory_activations",
+          "memory_overhead", "memory_total", "memory_capacity", "max_batch", "max_context"]
+
+
+def _list(value: Any, what: str) -> list:
+    """A scalar or an iterable of values as a non-empty list."""
+    if isinstance(value, (str, bytes, bool)) or not isinstance(value, Iterable):
+        values = [value]
+    else:
+        values = list(value)
+    if not values:
+        raise ValueError(f"sweep: '{what}' must list at least one value")
+    return values
+
+
+def _unique(values: list, key) -> list:
+    """The values without repeats (by key), first occurrence kept."""
+    seen, out = set(), []
+    for v in values:
+        k = key(v)
+        if k not in seen:
+            seen.add(k)
+            out.append(v)
+    return out
+
+
+def _numbers(values: list, what: str) -> List[float]:
+    out = []
+    for v in values:
+        try:
+            out.append(float(v))
+        except (TypeError, ValueError):
+            raise ValueError(f"sweep: '{what}' values must be numbers, got {v!r}") from None
+    return out
+
+
+def _tp(t: Any) -> int:
+    """A tensor-parallel degree: a whole number within [1, 1024]."""
+    try:
+        ok = not isinstance(t, bool) and float(t) == int(t) and 1 <= int(t) <= 1024
+    except (TypeError, ValueError, OverflowError):
+        ok = False
+    if not ok:
+        raise ValueError(f"tensor_parallel must be a whole number within [1, 1024], got {t!r}")
+    return int(t)
+
+
+def _engine_name(name: str) -> str:
+    for e in _core.engine_names():
+        if e.lower() == str(name).lower():
+            return e
+    return str(name)  # the core names the allowed ones
+
+
+class _Axes:
+    """Names resolved into core objects, each axis without duplicates (first occurrence kept)."""
+
+    def __init__(self, models, quants, devices, engine, kv_dtype, flash_attention, tensor_parallel):
+        self.models = _unique([_model(m) for m in _list(models, "models")], lambda m: m.id)
+        self.quants = _unique([str(q) for q in _list(quants, "quants")], lambda q: q)
+        self.devices = _unique([_device(d) for d in _list(devices, "devices")], lambda d: d.id)
+        self.engines = _unique([_engine_name(e) for e in _list(engine, "engine")], lambda e: e)
+        self.kv_dtypes = _unique([str(k) for k in _list(kv_dtype, "kv_dtype")], lambda k: k)
+        self.flash = _unique([1 if bool(f) else 0 for f in _list(flash_attention, "flash_attention")], lambda f: f)
+        tps = [_tp(t) for t in _list(tensor_parallel, "tensor_parallel")]
+        self.tps = _unique(tps, lambda t: t)
+
+    @classmethod
+    def resolved(cls, models, quants, devices, engines, kv_dtypes, flash, tps) -> "_Axes":
+        """Axes from already resolved, distinct values (a point sweep's)."""
+        axes = cls.__new__(cls)
+        axes.models, axes.quants, axes.devices = models, quants, devices
+        axes.engines, axes.kv_dtypes, axes.flash, axes.tps = engines, kv_dtypes, flash, tps
+        return axes
+
+    def core_args(self):
+        return ([m._m for m in self.models], self.quants, self.devices, self.engines, self.kv_dtypes, self.flash,
+                self.tps)
+
+    def categories(self) -> Dict[str, List[str]]:
+        return {"model": [m.id for m in self.models], "quant": self.quants, "device": [d.id for d in self.devices],
+                "engine": self.engines, "kv_dtype": self.kv_dtypes}
+
+
+def _frame(table: Dict[str, Any], axes: _Axes):
+    """The core's columns as a DataFrame: numeric columns are the core's buffers (no copy), names categorical."""
+    import pandas as pd
+
+    cats = axes.categories()
+    bounds = list(_core.phase_bound_names())
+    cols: Dict[str, Any] = {}
+    for name in _CONFIG:
+        cols[name] = pd.Categorical.from_codes(table[name], categories=cats[name]) if name in cats else table[name]
+    for name in _ORDER:
+        if name in ("prefill_bound", "decode_bound"):
+            cols[name] = pd.Categorical.from_codes(table[name], categories=bounds)
+        else:
+            cols[name] = table[name]
+    index = pd.Index(table["point"], name="point") if "point" in table and len(table["point"]) else None
+    df = pd.DataFrame(cols, index=index, copy=False)
+    df.attrs["skipped"] = list(table["skipped"])
+    df.attrs["plans"] = int(table["plans"])
+    return df
+
+
+def sweep(models: Any = None, quants: Any = None, devices: Any = None, batch: Any = 1, prompt_tokens: Any = 512,
+          gen_tokens: Any = 128, kv_dtype: Any = "f16", flash_attention: Any = False, engine: Any = "llama.cpp",
+          tensor_parallel: Any = 1, *, points: Any = None, threads: Optional[int] = None,
+          skip_invalid: bool = False):
+    """Estimate every combination of the arguments (each a value or a list) in the core; one row per point.
+
+    Rows are ordered as nested loops over model, quant, device, engine, kv_dtype, flash_attention,
+    tensor_parallel, prompt_tokens, gen_tokens and batch (the last fastest). Columns: the configuration
+    (categorical), then every field of ``rp.estimate`` (``memory_*`` for the memory dict, ``fits``, the ceilings).
+    A row equals ``rp.estimate`` of that point exactly. Numeric columns are the core's buffers, not copies.
+
+    ``points`` instead of the product: a DataFrame or a list of dicts with columns model, quant, device, batch,
+    prompt_tokens, gen_tokens and optionally kv_dtype, flash_attention, engine, tensor_parallel (the other
+    arguments are their defaults); rows keep the points' order and the index is each point's position.
+
+    ``threads``: worker threads (default every core); the values do not depend on it. ``skip_invalid``: leave out
+    configurations the core cannot estimate (tensor_parallel not dividing the heads, no interconnect, ...) and list
+    them in ``df.attrs["skipped"]`` instead of raising the first one's error.
+    """
+    threads_arg = 0 if threads is None else int(threads)
+    if threads_arg < 0:
+        raise ValueError(f"sweep: threads must be >= 1 (or None for every core), got {threads}")
+    if points is not None:
+        return _sweep_points(points, kv_dtype, flash_attention, engine, tensor_parallel, threads_arg, skip_invalid)
+    for name, value in (("models", models), ("quants", quants), ("devices", devices)):
+        if value is None:
+            raise ValueError(f"sweep: '{name}' is required (or pass points=)")
+    axes = _Axes(models, quants, devices, engine, kv_dtype, flash_attention, tensor_parallel)
+    b = _numbers(_list(batch, "batch"), "batch")
+    p = _numbers(_list(prompt_tokens, "prompt_tokens"), "prompt_tokens")
+    g = _numbers(_list(gen_tokens, "gen_tokens"), "gen_tokens")
+    table = _core.sweep(*axes.core_args(), b, p, g, threads_arg, bool(skip_invalid))
+    return _frame(table, axes)
+
+
+def _sweep_points(points: Any, kv_dtype, flash_attention, engine, tensor_parallel, threads: int, skip_invalid: bool):
+    import numpy as np
+    import pandas as pd
+
+    df = points if isinstance(points, pd.DataFrame) else pd.DataFrame(list(points))
+    missing = [c for c in ("model", "quant", "device", "batch", "prompt_tokens", "gen_tokens") if c not in df.columns]
+    if missing:
+        raise ValueError(f"sweep points: missing column(s) {', '.join(missing)}; each point needs model, quant, device, "
+                         f"batch, prompt_tokens, gen_tokens (and optionally kv_dtype, flash_attention, engine, "
+                         f"tensor_parallel)")
+    n = len(df)
+
+    def column(name, default):
+        return df[name].tolist() if name in df.columns else [default] * n
+
+    raw = {"model": column("model", None), "quant": [str(q) for q in column("quant", None)],
+           "device": column("device", None), "engine": [_engine_name(e) for e in column("engine", engine)],
+           "kv_dtype": [str(k) for k in column("kv_dtype", kv_dtype)],
+           "flash": [1 if bool(f) else 0 for f in column("flash_attention", flash_attention)],
+           "tp": column("tensor_parallel", tensor_parallel)}
+    # distinct values per axis, and each point's index into them
+    models: Dict[Any, int] = {}
+    model_objs = []
+    model_codes = []
+    for m in raw["model"]:
+        mo = _model(m)
+        if mo.id not in models:
+            models[mo.id] = len(model_objs)
+            model_objs.append(mo)
+        model_codes.append(models[mo.id])
+    devices: Dict[str, int] = {}
+    device_objs = []
+    device_codes = []
+    for d in raw["device"]:
+        do = _device(d)
+        if do.id not in devices:
+            devices[do.id] = len(device_objs)
+            device_objs.append(do)
+        device_codes.append(devices[do.id])
+
+    def codes(values):
+        uniq: Dict[Any, int] = {}
+        out = [uniq.setdefault(v, len(uniq)) for v in values]
+        return list(uniq), out
+
+    quants, quant_codes = codes(raw["quant"])
+    engines, engine_codes = codes(raw["engine"])
+    kvs, kv_codes = codes(raw["kv_dtype"])
+    flashes, flash_codes = codes(raw["flash"])
+    tps, tp_codes = codes([_tp(t) for t in raw["tp"]])
+    u32 = lambda v: np.asarray(v, dtype=np.uint32)  # noqa: E731
+    f64 = lambda name: np.asarray(pd.to_numeric(df[name], errors="raise"), dtype=np.float64)  # noqa: E731
+    table = _core.sweep_points([m._m for m in model_objs], quants, device_objs, engines, kvs, flashes, tps,
+                               u32(model_codes), u32(quant_codes), u32(device_codes), u32(engine_codes),
+                               u32(kv_codes), u32(flash_codes), u32(tp_codes), f64("batch"), f64("prompt_tokens"),
+                               f64("gen_tokens"), threads, bool(skip_invalid))
+
+    axes = _Axes.resolved(model_objs, quants, device_objs, engines, kvs, flashes, tps)
+    return _frame(table, axes)
+
+
+# ---- inverse questions ----------------------------------------------------------------------------------------
+@dataclass
+class BatchAnswer:
+    """The answer of ``max_batch``: ``feasible`` False (and ``batch`` 0) when no batch meets the targets, with
+    ``reason`` saying why; ``limit`` is what stops a larger batch ("memory", "tpot", "ttft"). ``at`` is the
+    estimate at the answer (at batch 1 when infeasible) and ``beyond`` at one batch more, as dicts of a sweep row's
+    columns."""
+
+    feasible: bool
+    batch: int
+    limit: str
+    reason: str
+    tpot_ms: float
+    ttft_ms: float
+    at: Dict[str, Any] = field(repr=False)
+    beyond: Dict[str, Any] = field(repr=False)
+    evaluations: int = 0
+
+    def __bool__(self) -> bool:
+        return self.feasible
+
+
+def _ms(value: Optional[float], what: str) -> float:
+    if value is None:
+        return 0.0
+    v = float(value)
+    if not math.isfinite(v) or v <= 0:
+        raise ValueError(f"{what} must be a number of milliseconds > 0 (or None for no target), got {value!r}")
+    return v / 1e3
+
+
+def _answer(d: Mapping[str, Any]) -> BatchAnswer:
+    at = dict(d["at"])
+    gen = at["gen_tokens"]
+    return BatchAnswer(feasible=bool(d["feasible"]), batch=int(d["batch"]), limit=str(d["limit"]),
+                       reason=str(d["reason"]), tpot_ms=(at["decode_s"] / gen * 1e3) if gen > 0 else 0.0,
+                       ttft_ms=at["ttft_s"] * 1e3, at=at, beyond=dict(d["beyond"]), evaluations=int(d["evaluations"]))
+
+
+def max_batch(model: Any, quant: str, device: Any, tpot_ms: Optional[float] = None, prompt_tokens: int = 512,
+              gen_tokens: int = 128, ttft_ms: Optional[float] = None, kv_dtype: str = "f16",
+              flash_attention: bool = False, engine: str = "llama.cpp", tensor_parallel: int = 1) -> BatchAnswer:
+    """The largest batch that fits in memory and meets the time-per-output-token target ``tpot_ms`` (decode time /
+    generated tokens, per sequence) and, if given, the time-to-first-token target ``ttft_ms``. With no target: the
+    largest batch that fits. Bisection in the core (memory and time per token grow with the batch), verified at the
+    answer and one batch beyond: the answer meets the targets, answer + 1 does not. The model has steps in the batch
+    (an engine's switch from mat-vec to tiled kernels, row and dequantization tiles); past such a step a larger batch
+    may meet the target again, so the answer is a boundary, not always the global largest. Never raises for an unmet
+    target: ``feasible`` is False and ``reason`` says why."""
+    tpot_s, ttft_s = _ms(tpot_ms, "tpot_ms"), _ms(ttft_ms, "ttft_ms")
+    m, dev = _model(model), _device(device)
+    plan = _plan(m, dev, quant, kv_dtype, flash_attention, engine, tensor_parallel)
+    return _answer(_core.max_batch_for_latency(plan, float(prompt_tokens), float(gen_tokens), tpot_s, ttft_s))
+
+
+def cheapest(model: Any, target_tokens_per_s: float, price_per_hour: Mapping[str, float], devices: Any = None,
+             quant: Any = "Q4_K_M", counts: Optional[Sequence[int]] = None, prompt_tokens: int = 512,
+             gen_tokens: int = 128, tpot_ms: Optional[float] = None, ttft_ms: Optional[float] = None,
+             kv_dtype: str = "f16", flash_attention: bool = False, engine: str = "llama.cpp", replicas: bool = False):
+    """Deployments of ``model`` that serve ``target_tokens_per_s`` generated tokens per second, cheapest first.
+
+    A deployment is ``count`` devices of one kind running one copy of the model with tensor parallelism over all
+    of them (``count`` must divide the attention heads and KV heads; more than one device needs an interconnect in
+    the device's data), for each device, count and quantization given. Assumptions:
+
+    - throughput is the aggregate decode rate (``decode_tokens_per_s_total``) of a batch of sequences of
+      ``prompt_tokens`` + ``gen_tokens``, at the smallest batch that reaches the target; the batch must fit in
+      memory and meet ``tpot_ms`` / ``ttft_ms`` when given. Prefill time is not charged against the rate.
+    - ``replicas``: when one deployment cannot reach the target, run ceil(target / its capacity) copies of it
+      (data parallel), each serving an equal share; without it such a deployment is infeasible.
+    - devices are billed by the hour whether busy or not: ``cost_per_hour`` = price × count × replicas;
+      ``cost_per_million_tokens`` = cost_per_hour / (3600 × target) × 10⁶, what serving the target costs, which
+      ranks the rows (ties: more headroom first). ``cost_per_million_tokens_at_capacity`` divides by the
+      deployment's capacity instead: what a token costs if it is kept busy.
+    - no batching inefficiency, queueing or scheduler overhead beyond the estimator's.
+
+    ``counts`` defaults to those of 1, 2, 4, 8 that divide the heads; counts given explicitly that do not are
+    listed as infeasible. ``price_per_hour``: {device name: $/h per device}; ``devices`` defaults to its keys.
+    ``quant`` may list several quantizations. Rows that cannot meet the
+    target stay in the table with ``feasible`` False and the reason, after the feasible ones.
+    """
+    import pandas as pd
+
+    target = float(target_tokens_per_s)
+    if not math.isfinite(target) or target <= 0:
+        raise ValueError(f"target_tokens_per_s must be a number > 0, got {target_tokens_per_s!r}")
+    if not isinstance(price_per_hour, Mapping) or not price_per_hour:
+        raise ValueError("price_per_hour must be a non-empty dict {device: $ per hour}")
+    prices: Dict[str, float] = {}
+    for name, price in price_per_hour.items():
+        p = float(price)
+        if not math.isfinite(p) or p < 0:
+            raise ValueError(f"price_per_hour['{name}'] must be a number >= 0, got {price!r}")
+        prices[_device(name).id] = p
+    device_list = _list(devices if devices is not None else list(price_per_hour), "devices")
+    devs = _unique([_device(d) for d in device_list], lambda d: d.id)
+    unpriced = [d.id for d in devs if d.id not in prices]
+    if unpriced:
+        raise ValueError(f"price_per_hour has no price for {', '.join(unpriced)}; priced: {', '.join(sorted(prices))}")
+    m = _model(model)
+    heads, kv_heads = m.arch.n_head, m.arch.n_kv_head
+    explicit_counts = counts is not None
+    count_list = []
+    for c in _list(counts if explicit_counts else (1, 2, 4, 8), "counts"):
+        c = _tp(c)
+        if not explicit_counts and (heads % int(c) or kv_heads % int(c)):
+            continue  # the default counts keep those that divide the heads
+        count_list.append(int(c))
+    tpot_s, ttft_s = _ms(tpot_ms, "tpot_ms"), _ms(ttft_ms, "ttft_ms")
+    rows = []
+    for dev in devs:
+        for count in count_list:
+            for q in _unique([str(x) for x in _list(quant, "quant")], lambda x: x):
+                row: Dict[str, Any] = {"device": dev.id, "count": count, "quant": q, "feasible": False, "batch": 0,
+                                       "replicas": 0, "tokens_per_s": 0.0, "capacity_tokens_per_s": 0.0,
+                                       "tpot_ms": math.nan, "ttft_ms": math.nan,
+                                       "cost_per_hour": prices[dev.id] * count, "cost_per_million_tokens": math.nan,
+                                       "cost_per_million_tokens_at_capacity": math.nan, "reason": ""}
+                rows.append(row)
+                try:
+                    plan = _plan(m, dev, q, kv_dtype, flash_attention, engine, count)
+                    ans = _core.min_batch_for_throughput(plan, float(prompt_tokens), float(gen_tokens), target,
+                                                         tpot_s, ttft_s)
+                except (ValueError, KeyError) as e:
+                    row["reason"] = str(e.args[0] if isinstance(e, KeyError) and e.args else e)
+                    continue
+                cap = ans["capacity"]
+                capacity = cap["at"]["decode_tokens_per_s_total"] if cap["feasible"] else 0.0
+                row["capacity_tokens_per_s"] = capacity
+                n_rep = 1
+                if not ans["feasible"] and replicas and cap["feasible"] and capacity > 0:
+                    n_rep = math.ceil(target / capacity)
+                    ans = _core.min_batch_for_throughput(plan, float(prompt_tokens), float(gen_tokens),
+                                                         target / n_rep, tpot_s, ttft_s)
+                    if ans["feasible"]:
+                        ans["reason"] = f"{n_rep} replicas; " + ans["reason"]
+                row["reason"] = ans["reason"]
+                if not ans["feasible"]:
+                    continue
+                at = ans["at"]
+                hourly = prices[dev.id] * count * n_rep
+                row.update(feasible=True, batch=int(ans["batch"]), replicas=n_rep,
+                           tokens_per_s=at["decode_tokens_per_s_total"] * n_rep,
+                           tpot_ms=at["decode_s"] / at["gen_tokens"] * 1e3, ttft_ms=at["ttft_s"] * 1e3,
+                           cost_per_hour=hourly, cost_per_million_tokens=hourly / (3600.0 * target) * 1e6,
+                           cost_per_million_tokens_at_capacity=hourly / (3600.0 * capacity * n_rep) * 1e6)
+    df = pd.DataFrame(rows)
+    if df.empty:
+        return df
+    df["_order"] = range(len(df))
+    df = df.sort_values(["feasible", "cost_per_million_tokens", "capacity_tokens_per_s", "_order"],
+                        ascending=[False, True, False, True], na_position="last", kind="stable")
+    return df.drop(columns="_order").reset_index(drop=True)
+
+
+def pareto(df, x: str = "memory_total", y: str = "decode_tokens_per_s", minimize_x: bool = True,
+           maximize_y: bool = True):
+    """The rows of ``df`` no other row dominates (at least as good in ``x`` and ``y``, better in one), sorted by
+    ``x``: by default the least memory for the most decode tokens/s. Rows with NaN in ``x`` or ``y`` are dropped;
+    rows equal in both are all kept."""
+    import numpy as np
+
+    for c in (x, y):
+        if c not in df.columns:
+            raise KeyError(f"pareto: no column '{c}'; columns: {', '.join(map(str, df.columns))}")
+    xs = df[x].to_numpy(dtype=float)
+    ys = df[y].to_numpy(dtype=float)
+    ok = ~(np.isnan(xs) | np.isnan(ys))
+    pos = np.flatnonzero(ok)
+    kx = xs[pos] if minimize_x else -xs[pos]  # smaller is better
+    ky = -ys[pos] if maximize_y else ys[pos]
+    order = np.lexsort((ky, kx))  # by x, then by y, best first
+    keep = []
+    best_y = math.inf
+    last = None
+    for i in order:
+        cx, cy = kx[i], ky[i]
+        if cy < best_y:
+            keep.append(pos[i])
+            best_y = cy
+            last = (cx, cy)
+        elif last is not None and (cx, cy) == last:
+            keep.append(pos[i])  # equal in both to the last kept: not dominated
+    return df.iloc[keep]
+
+
+# ---- command line: `rooflinepy sweep` (wired by cli.py) ---------------------------------------------------------
+def _cli_numbers(text: str, what: str) -> List[float]:
+    """Comma-separated numbers; an item A-B is every whole number from A to B, A-BxK multiplies by K from A to B."""
+    out: List[float] = []
+    for item in str(text).split(","):
+        item = item.strip()
+        if not item:
+            continue
+        try:
+            if "-" in item[1:]:
+                lo_text, hi_text = item.split("-", 1) if not item.startswith("-") else (item, "")
+                factor = None
+                if "x" in hi_text:
+                    hi_text, factor_text = hi_text.split("x", 1)
+                    factor = float(factor_text)
+                lo, hi = float(lo_text), float(hi_text)
+                if factor is not None:
+                    if factor <= 1 or lo <= 0:
+                        raise ValueError
+                    v = lo
+                    while v <= hi:
+                        out.append(v)
+                        v *= factor
+                else:
+                    if hi - lo > 1e7:
+                        raise ValueError
+                    out.extend(float(v) for v in range(int(lo), int(hi) + 1))
+            else:
+                out.append(float(item))
+        except ValueError:
+            raise ValueError(f"{what} must be comma-separated numbers or ranges A-B (every whole number) or A-BxK "
+                             f"(A, A·K, A·K², ... up to B), got '{item}'") from None
+    if not out:
+        raise ValueError(f"{what} must list at least one number, got '{text}'")
+    return out
+
+
+def _cli_names(text: str) -> List[str]:
+    return [v.strip() for v in str(text).split(",") if v.strip()]
+
+
+def _cli_write(df, path: str) -> str:
+    lower = path.lower()
+    try:
+        if lower.endswith((".parquet", ".pq")):
+            try:
+                import pyarrow  # noqa: F401
+            except ImportError:
+                raise ValueError(f"writing '{path}' as parquet needs pyarrow (pip install pyarrow); or write CSV "
+                                 f"instead: -o {path.rsplit('.', 1)[0]}.csv") from None
+            df.to_parquet(path, index=df.index.name is not None)
+            return "parquet"
+        if lower.endswith((".csv", ".csv.gz", ".csv.bz2", ".csv.xz", ".csv.zst")):
+            df.to_csv(path, index=df.index.name is not None)
+            return "csv"
+    except OSError as e:
+        raise ValueError(f"cannot write '{path}': {e.strerror or e}") from None
+    raise ValueError(f"-o/--output '{path}' must end in .parquet (needs pyarrow) or .csv (also .csv.gz, .csv.bz2, "
+                     f".csv.xz)")
+
+
+def _cli_sweep(args) -> int:
+    import sys
+    import time
+
+    from . import devices as all_devices
+
+    devs = all_devices() if args.devices.strip().lower() == "all" else _cli_names(args.devices)
+    flash = {"off": [False], "on": [True], "both": [False, True]}[args.flash_attn]
+    import pandas  # noqa: F401 - imported, the catalogue and the database loaded, before the clock starts
+
+    models = [_model(m) for m in _cli_names(args.models)]
+    devs = [_device(d) for d in devs]
+    t0 = time.perf_counter()
+    df = sweep(models=models, quants=_cli_names(args.quants), devices=devs,
+               batch=_cli_numbers(args.batch, "-b/--batch"), prompt_tokens=_cli_numbers(args.prompt, "-p/--n-prompt"),
+               gen_tokens=_cli_numbers(args.gen, "-n/--n-gen"), kv_dtype=_cli_names(args.kv_dtype),
+               flash_attention=flash, engine=_cli_names(args.engine),
+               tensor_parallel=[int(v) for v in _cli_numbers(args.tensor_parallel, "-tp/--tensor-parallel")],
+               threads=args.threads, skip_invalid=args.skip_invalid)
+    seconds = time.perf_counter() - t0
+    summary = (f"{len(df)} estimates ({df.attrs['plans']} configurations) in {seconds:.3f} s, "
+               f"{len(df) / seconds if seconds > 0 else 0:,.0f} estimates/s")
+    for s in df.attrs["skipped"]:
+        print(f"rooflinepy: skipped {s}", file=sys.stderr)
+    if args.output:
+        kind = _cli_write(df, args.output)
+        print(f"{summary}; wrote {args.output} ({kind}, {df.shape[1]} columns)")
+        return 0
+    cols = ["model", "quant", "device", "batch", "prompt_tokens", "gen_tokens", "ttft_s", "decode_tokens_per_s",
+            "decode_tokens_per_s_total", "decode_bound", "memory_total", "fits"]
+    with pandas.option_context("display.max_rows", args.rows, "display.width", 200):
+        print(df[cols].head(args.rows).to_string(index=False))
+    print(f"\n{summary}" + (f" (first {args.rows} shown; -o FILE writes all)" if len(df) > args.rows else ""))
+    return 0
+
+
+def _add_sweep_parser(sub) -> None:
+    """The `sweep` subcommand."""
+    p = sub.add_parser("sweep", help="estimate every combination of models × quants × devices × ... (parquet / CSV)",
+                       description="Estimate every combination in the C++ core on every core; one row per point. "
+                                   "Lists are comma-separated; numbers also take ranges A-B and A-BxK "
+                                   "(e.g. -b 1-256x2 is 1, 2, 4, ..., 256).")
+    p.add_argument("-m", "--models", required=True, help="model ids, comma-separated")
+    p.add_argument("-q", "--quants", default="Q4_K_M", help="quantizations, comma-separated")
+    p.add_argument("-d", "--devices", required=True, help="device ids or aliases, comma-separated, or 'all'")
+    p.add_argument("-b", "--batch", default="1", help="batch sizes")
+    p.add_argument("-p", "--n-prompt", dest="prompt", default="512", help="prompt lengths")
+    p.add_argument("-n", "--n-gen", dest="gen", default="128", help="generated tokens")
+    p.add_argument("--kv-dtype", default="f16", help="KV cache formats, comma-separated")
+    p.add_argument("-fa", "--flash-attn", choices=["off", "on", "both"], default="off", help="flash attention")
+    p.add_argument("--engine", default="llama.cpp", help="engines, comma-separated: llama.cpp, generic, cuda-graphs")
+    p.add_argument("-tp", "--tensor-parallel", default="1", help="tensor-parallel degrees")
+    p.add_argument("--threads", type=int, default=None, help="worker threads (default: every core)")
+    p.add_argument("--skip-invalid", action="store_true",
+                   help="leave out configurations that cannot be estimated (e.g. -tp not dividing the heads) "
+                        "instead of stopping at the first")
+    p.add_argument("-o", "--output", help="write every row: .parquet (needs pyarrow) or .csv")
+    p.add_argument("--rows", type=int, default=20, help="rows to print without -o (default 20)")
+    p.set_defaults(func=_cli_sweep)

@@ -1,0 +1,229 @@
+"""Sweeps, inverse queries and the Pareto front: rows equal rp.estimate exactly, thread counts change nothing,
+inverse answers hold at the answer and fail one step beyond."""
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import rooflinepy as rp
+from rooflinepy.cli import main
+
+FIELDS = ["parameters", "weight_bytes", "bits_per_weight", "batch", "prompt_tokens", "gen_tokens", "tensor_parallel",
+          "prefill_s", "prefill_tokens_per_s", "ttft_s", "decode_s", "decode_tokens_per_s", "decode_tokens_per_s_total",
+          "total_s", "prefill_bound", "decode_bound", "decode_intensity", "compute_bound_batch", "max_batch",
+          "max_context"]
+
+
+def same(a, b):
+    """Equal bit for bit (for floats: the same double)."""
+    if isinstance(a, float) or isinstance(b, float):
+        return np.float64(a).tobytes() == np.float64(b).tobytes()
+    return a == b
+
+
+def assert_row_is_estimate(row):
+    e = rp.estimate(model=row["model"], quant=row["quant"], device=row["device"], batch=row["batch"],
+                    prompt_tokens=row["prompt_tokens"], gen_tokens=row["gen_tokens"], kv_dtype=row["kv_dtype"],
+                    flash_attention=bool(row["flash_attention"]), engine=row["engine"],
+                    tensor_parallel=int(row["tensor_parallel"]))
+    for f in FIELDS:
+        assert same(getattr(e, f), row[f]), (f, getattr(e, f), row[f])
+    for k in ("weights", "kv_cache", "activations", "overhead", "total", "capacity"):
+        assert same(e.memory[k], row["memory_" + k]), k
+    assert e.fits == bool(row["fits"])
+    assert same(e.ceilings["decode_weights_tokens_per_s"], row["ceiling_decode_weights"])
+    assert same(e.ceilings["decode_tokens_per_s"], row["ceiling_decode"])
+    assert same(e.ceilings["prefill_tokens_per_s"], row["ceiling_prefill"])
+    assert e.model == row["model"] and e.device == row["device"] and e.quant == row["quant"]
+    assert e.engine == row["engine"]
+
+
+@pytest.fixture(scope="module")
+def small():
+    return rp.sweep(models=["llama-3.1-8b", "gemma-3-4b", "qwen3-30b-a3b"], quants=["Q4_K_M", "BF16"],
+                    devices=["h100-sxm", "m4-pro"], batch=[1, 8, 9, 40], prompt_tokens=[0, 1, 2048],
+                    gen_tokens=[1, 256], kv_dtype=["f16", "q8_0"], flash_attention=[False, True],
+                    engine=["llama.cpp", "generic"], threads=1)
+
+
+def test_sweep_shape_order_and_columns(small):
+    assert len(small) == 3 * 2 * 2 * 2 * 2 * 2 * 3 * 2 * 4
+    assert small.attrs["plans"] == 96 and small.attrs["skipped"] == []
+    assert list(small.columns[:7]) == ["model", "quant", "device", "engine", "kv_dtype", "flash_attention",
+                                       "tensor_parallel"]
+    for f in FIELDS + ["fits", "memory_total", "ceiling_decode"]:
+        assert f in small.columns
+    assert small["model"].dtype == "category" and small["decode_bound"].dtype == "category"
+    assert small["device"].cat.categories.tolist() == ["h100-sxm", "m4-pro-20c"]  # aliases resolve to ids
+    # nested loops, batch fastest
+    assert small["batch"].tolist()[:5] == [1, 8, 9, 40, 1]
+    assert small["gen_tokens"].tolist()[:5] == [1, 1, 1, 1, 256]
+    assert small["model"].iloc[-1] == "qwen3-30b-a3b"
+    assert np.isfinite(small.select_dtypes("number").to_numpy()).all()
+
+
+def test_sweep_rows_equal_single_estimates_exactly(small):
+    for i in range(0, len(small), 23):
+        assert_row_is_estimate(small.iloc[i])
+
+
+def test_thread_count_changes_nothing(small):
+    kw = dict(models=["llama-3.1-8b", "gemma-3-4b", "qwen3-30b-a3b"], quants=["Q4_K_M", "BF16"],
+              devices=["h100-sxm", "m4-pro"], batch=[1, 8, 9, 40], prompt_tokens=[0, 1, 2048], gen_tokens=[1, 256],
+              kv_dtype=["f16", "q8_0"], flash_attention=[False, True], engine=["llama.cpp", "generic"])
+    for threads in (2, 3, 16, None):
+        other = rp.sweep(**kw, threads=threads)
+        pd.testing.assert_frame_equal(small, other, check_exact=True)
+
+
+def test_columns_are_the_cores_buffers_not_copies(small):
+    for c in ("decode_s", "memory_total", "batch"):
+        arr = small[c].to_numpy()
+        assert not arr.flags.owndata  # a view of the buffer the core filled (owned by a capsule)
+
+
+def test_points_keep_their_order_and_equal_the_product(small):
+    picks = [5, 0, 700, len(small) - 1]
+    pts = small.iloc[picks][["model", "quant", "device", "engine", "kv_dtype", "flash_attention", "tensor_parallel",
+                             "batch", "prompt_tokens", "gen_tokens"]]
+    out = rp.sweep(points=pts.astype(object).to_dict("records"), threads=2)
+    assert out.index.tolist() == [0, 1, 2, 3]
+    for j, i in enumerate(picks):
+        for f in FIELDS + ["memory_total", "fits"]:
+            assert same(out.iloc[j][f], small.iloc[i][f]), f
+    frame = rp.sweep(points=pd.DataFrame({"model": ["llama-3.1-8b"] * 3, "quant": "Q8_0", "device": "a100",
+                                          "batch": [1, 2, 4], "prompt_tokens": 512, "gen_tokens": 128}))
+    assert frame["batch"].tolist() == [1, 2, 4]
+    with pytest.raises(ValueError, match="missing column"):
+        rp.sweep(points=[{"model": "gpt2", "quant": "fp16"}])
+
+
+def test_a_generation_costs_what_one_step_costs():
+    e = rp.estimate(model="gemma-2-9b", quant="Q4_K_M", device="h100-sxm", prompt_tokens=1024, gen_tokens=10**6)
+    assert math.isfinite(e.decode_s) and e.decode_tokens_per_s > 0
+
+
+def test_bad_sweeps_are_clear_errors():
+    with pytest.raises(KeyError, match="did you mean"):
+        rp.sweep(models=["llama-3.1-8"], quants=["Q4_K_M"], devices=["h100-sxm"])
+    with pytest.raises(ValueError, match="'batch' must list at least one value"):
+        rp.sweep(models=["gpt2"], quants=["fp16"], devices=["h100-sxm"], batch=[])
+    with pytest.raises(ValueError, match="nothing to estimate"):
+        rp.sweep(models=["gpt2"], quants=["fp16"], devices=["h100-sxm"], prompt_tokens=[0, 5], gen_tokens=[0])
+    with pytest.raises(ValueError, match="needs an interconnect"):
+        rp.sweep(models=["llama-3.1-8b"], quants=["fp16"], devices=["h100-sxm", "m4-pro"], tensor_parallel=[1, 2])
+    df = rp.sweep(models=["llama-3.1-8b"], quants=["fp16"], devices=["h100-sxm", "m4-pro"], tensor_parallel=[1, 2],
+                  skip_invalid=True)
+    assert len(df) == 3 and len(df.attrs["skipped"]) == 1 and "m4-pro-20c" in df.attrs["skipped"][0]
+    with pytest.raises(ValueError, match="models"):
+        rp.sweep(quants=["fp16"], devices=["h100-sxm"])
+
+
+# ---- inverse questions -------------------------------------------------------------------------------------------
+def tpot_ms(model, quant, device, batch, prompt, gen, **kw):
+    e = rp.estimate(model=model, quant=quant, device=device, batch=batch, prompt_tokens=prompt, gen_tokens=gen, **kw)
+    return e.decode_s / gen * 1e3, e.fits
+
+
+@pytest.mark.parametrize("target", [8.0, 15.0, 50.0])
+def test_max_batch_meets_the_target_and_one_more_does_not(target):
+    kw = dict(kv_dtype="f16", flash_attention=True, engine="cuda-graphs")
+    ans = rp.max_batch(model="llama-3.1-8b", quant="BF16", device="h100-sxm", tpot_ms=target, prompt_tokens=2048,
+                       gen_tokens=256, **kw)
+    assert ans.feasible and ans and ans.batch >= 1
+    t, fits = tpot_ms("llama-3.1-8b", "BF16", "h100-sxm", ans.batch, 2048, 256, **kw)
+    assert fits and t <= target and same(t, ans.tpot_ms)
+    t1, fits1 = tpot_ms("llama-3.1-8b", "BF16", "h100-sxm", ans.batch + 1, 2048, 256, **kw)
+    assert (not fits1) or t1 > target
+    assert ans.limit in ("tpot", "memory") and str(ans.batch + 1) in ans.reason
+    assert ans.at["batch"] == ans.batch and ans.beyond["batch"] == ans.batch + 1
+    assert ans.evaluations < 60
+
+
+def test_max_batch_answers_when_nothing_meets_the_target():
+    ans = rp.max_batch(model="llama-3.1-8b", quant="BF16", device="h100-sxm", tpot_ms=0.01, prompt_tokens=2048)
+    assert not ans.feasible and not ans and ans.batch == 0 and ans.limit == "tpot"
+    assert "batch 1 already takes" in ans.reason
+    big = rp.max_batch(model="llama-3.1-70b", quant="BF16", device="rtx-4090", tpot_ms=100)
+    assert not big.feasible and big.limit == "memory" and "GB" in big.reason
+    fits = rp.max_batch(model="llama-3.1-8b", quant="Q4_K_M", device="rtx-4090")  # no target: memory decides
+    assert fits.feasible and fits.limit == "memory"
+    assert rp.estimate(model="llama-3.1-8b", quant="Q4_K_M", device="rtx-4090", batch=fits.batch).fits
+    assert not rp.estimate(model="llama-3.1-8b", quant="Q4_K_M", device="rtx-4090", batch=fits.batch + 1).fits
+    with pytest.raises(ValueError, match="tpot_ms"):
+        rp.max_batch(model="gpt2", quant="fp16", device="l4", tpot_ms=-1)
+
+
+def test_cheapest_ranks_deployments_that_meet_the_target():
+    prices = {"h100-sxm": 3.0, "a100-sxm-80gb": 1.8, "l4": 0.8, "rtx-4090": 0.5}
+    target = 2000.0
+    df = rp.cheapest(model="llama-3.1-8b", target_tokens_per_s=target, price_per_hour=prices, quant="Q4_K_M",
+                     tpot_ms=100)
+    assert {"device", "count", "quant", "feasible", "batch", "cost_per_million_tokens", "reason"} <= set(df.columns)
+    ok = df[df.feasible]
+    assert len(ok) >= 1 and df.feasible.tolist() == sorted(df.feasible.tolist(), reverse=True)
+    assert ok.cost_per_million_tokens.is_monotonic_increasing
+    assert set(df["count"]) <= {1, 2, 4, 8}  # llama-3.1-8b: 32 heads, 8 KV heads
+    for r in ok.itertuples():  # each answer verified directly, and one batch fewer misses
+        e = rp.estimate(model="llama-3.1-8b", quant="Q4_K_M", device=r.device, batch=r.batch, tensor_parallel=r.count)
+        assert e.decode_tokens_per_s_total >= target and e.fits and e.decode_s / e.gen_tokens <= 0.1
+        if r.batch > 1:
+            less = rp.estimate(model="llama-3.1-8b", quant="Q4_K_M", device=r.device, batch=r.batch - 1,
+                               tensor_parallel=r.count)
+            assert less.decode_tokens_per_s_total < target
+        assert r.cost_per_hour == pytest.approx(prices[r.device] * r.count)
+        assert r.cost_per_million_tokens == pytest.approx(r.cost_per_hour / (3600 * target) * 1e6)
+    bad = df[~df.feasible]
+    assert (bad.reason.str.len() > 0).all()
+    # replicas make a slow device feasible; a count that does not divide the heads is listed with why
+    rep = rp.cheapest(model="llama-3.1-8b", target_tokens_per_s=1e5, price_per_hour={"l4": 0.8}, replicas=True,
+                      counts=[1, 3])
+    assert rep[rep["count"] == 1].feasible.all() and rep[rep["count"] == 1].replicas.iloc[0] > 1
+    assert "must divide the heads" in rep[rep["count"] == 3].reason.iloc[0]
+    with pytest.raises(ValueError, match="no price for"):
+        rp.cheapest(model="gpt2", target_tokens_per_s=10, price_per_hour={"l4": 1}, devices=["l4", "t4"])
+
+
+def test_pareto_keeps_exactly_the_non_dominated_rows(small):
+    df = small[small.fits]
+    front = rp.pareto(df, x="memory_total", y="decode_tokens_per_s")
+    assert 1 <= len(front) < len(df)
+    assert front["memory_total"].is_monotonic_increasing
+    xs, ys = df["memory_total"].to_numpy(), df["decode_tokens_per_s"].to_numpy()
+    for x, y in zip(front["memory_total"], front["decode_tokens_per_s"]):  # nothing dominates a kept row
+        assert not np.any((xs <= x) & (ys >= y) & ((xs < x) | (ys > y)))
+    kept = set(front.index)
+    for i in df.index.difference(list(kept))[:200]:  # every dropped row is dominated by a kept one
+        x, y = df.at[i, "memory_total"], df.at[i, "decode_tokens_per_s"]
+        assert np.any((front["memory_total"] <= x) & (front["decode_tokens_per_s"] >= y))
+    other = rp.pareto(df, x="total_s", y="decode_tokens_per_s_total", minimize_x=True, maximize_y=True)
+    assert len(other) >= 1
+    with pytest.raises(KeyError, match="no column"):
+        rp.pareto(df, x="nope")
+
+
+# ---- CLI ---------------------------------------------------------------------------------------------------------
+def test_cli_sweep_writes_csv_and_explains_parquet(tmp_path, capsys):
+    out = tmp_path / "sweep.csv"
+    code = main(["sweep", "-m", "llama-3.1-8b,qwen3-8b", "-q", "Q4_K_M,BF16", "-d", "h100-sxm,m4-pro", "-b", "1-16x2",
+                 "-p", "128,2048", "-n", "256", "-fa", "both", "-o", str(out)])
+    text = capsys.readouterr().out
+    assert code == 0 and "estimates" in text and out.exists()
+    df = pd.read_csv(out)
+    assert len(df) == 2 * 2 * 2 * 2 * 5 * 2 and df["batch"].tolist()[:5] == [1, 2, 4, 8, 16]
+    pq = tmp_path / "sweep.parquet"
+    code = main(["sweep", "-m", "gpt2", "-q", "fp16", "-d", "l4", "-o", str(pq)])
+    err = capsys.readouterr().err
+    try:
+        import pyarrow  # noqa: F401
+
+        assert code == 0 and pq.exists()
+    except ImportError:
+        assert code == 2 and "pyarrow" in err and "sweep.csv" in err
+    code = main(["sweep", "-m", "gpt2", "-q", "fp16", "-d", "l4", "-o", str(tmp_path / "x.txt")])
+    assert code == 2 and ".csv" in capsys.readouterr().err
+    code = main(["sweep", "-m", "gpt2", "-q", "fp16", "-d", "l4", "-b", "1-x"])
+    assert code == 2 and "-b/--batch" in capsys.readouterr().err
+    code = main(["sweep", "-m", "gpt2", "-q", "fp16", "-d", "l4", "--rows", "3"])
+    assert code == 0 and "gpt2" in capsys.readouterr().out
