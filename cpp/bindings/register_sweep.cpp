@@ -14,9 +14,9 @@ namespace {
 
 // A column handed to numpy without a copy: the vector moves into a capsule that the array owns.
 template <class T>
-py::array column(std::vector<T>&& v, const char* dtype = nullptr) {
-    auto* holder = new std::vector<T>(std::move(v));
-    py::capsule owner(holder, [](void* p) { delete static_cast<std::vector<T>*>(p); });
+py::array column(SweepColumn<T>&& v, const char* dtype = nullptr) {
+    auto* holder = new SweepColumn<T>(std::move(v));
+    py::capsule owner(holder, [](void* p) { delete static_cast<SweepColumn<T>*>(p); });
     const py::dtype dt = dtype ? py::dtype(dtype) : py::dtype::of<T>();
     return py::array(dt, {static_cast<py::ssize_t>(holder->size())}, {static_cast<py::ssize_t>(sizeof(T))},
                      holder->data(), owner);

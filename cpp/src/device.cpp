@@ -4,6 +4,7 @@
 #include "roofline/errors.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
@@ -281,6 +282,22 @@ Device load_device(const std::string& path) {
 }
 
 namespace {
+// The number to write for a value parse_device reads as `written * scale` (bandwidth_GBps * 1e9, ...): the double
+// whose product with `scale` gives `si` back exactly when there is one (si / scale often is not: 9.5 us * 1e-6 * 1e6
+// is 9.499999999999998), so that to_json -> parse_device -> to_json is stable.
+double unscaled(double si, double scale) {
+    const double v = si / scale;
+    if (v * scale == si) return v;
+    double up = v, down = v;
+    for (int i = 0; i < 4; ++i) {
+        up = std::nextafter(up, std::numeric_limits<double>::infinity());
+        if (up * scale == si) return up;
+        down = std::nextafter(down, -std::numeric_limits<double>::infinity());
+        if (down * scale == si) return down;
+    }
+    return v;
+}
+
 nlohmann::ordered_json provenance_json(nlohmann::ordered_json j, const Provenance& p) {
     j["source"] = p.source;
     if (!p.uncertain.empty()) j["uncertain"] = p.uncertain;
@@ -300,13 +317,13 @@ std::string Device::to_json(int indent) const {
     if (!architecture.empty()) j["architecture"] = architecture;
     if (release_year) j["release_year"] = release_year;
     j["compute_units"] = provenance_json({{"count", compute_units}, {"name", compute_unit_name}}, compute_units_provenance);
-    nlohmann::ordered_json clocks{{"boost_MHz", boost_clock_hz / 1e6}};
-    if (base_clock_hz > 0) clocks["base_MHz"] = base_clock_hz / 1e6;
+    nlohmann::ordered_json clocks{{"boost_MHz", unscaled(boost_clock_hz, 1e6)}};
+    if (base_clock_hz > 0) clocks["base_MHz"] = unscaled(base_clock_hz, 1e6);
     j["clocks"] = provenance_json(clocks, clocks_provenance);
     nlohmann::ordered_json mem;
     {
         const auto& m = level(Level::dram);
-        nlohmann::ordered_json dram{{"type", m.type}, {"bandwidth_GBps", m.bandwidth_Bps / kGB}, {"capacity_GiB", m.capacity_bytes / kGiB}};
+        nlohmann::ordered_json dram{{"type", m.type}, {"bandwidth_GBps", unscaled(m.bandwidth_Bps, kGB)}, {"capacity_GiB", m.capacity_bytes / kGiB}};
         if (!m.capacity_options_bytes.empty()) {
             std::vector<double> opts;
             for (double b : m.capacity_options_bytes) opts.push_back(b / kGiB);
@@ -319,33 +336,33 @@ std::string Device::to_json(int indent) const {
     if (has_level(Level::l2)) {
         const auto& m = level(Level::l2);
         nlohmann::ordered_json l2{{"type", m.type}, {"capacity_MiB", m.capacity_bytes / kMiB}};
-        if (m.bandwidth_Bps > 0) l2["bandwidth_GBps"] = m.bandwidth_Bps / kGB;
+        if (m.bandwidth_Bps > 0) l2["bandwidth_GBps"] = unscaled(m.bandwidth_Bps, kGB);
         if (m.measured) l2["measured"] = true;
         mem["l2"] = provenance_json(l2, m.provenance);
     }
     if (has_level(Level::sram)) {
         const auto& m = level(Level::sram);
         nlohmann::ordered_json s{{"type", m.type}, {"per_unit_KiB", m.per_unit_bytes / kKiB}};
-        if (m.bandwidth_Bps > 0) s["bandwidth_GBps"] = m.bandwidth_Bps / kGB;
+        if (m.bandwidth_Bps > 0) s["bandwidth_GBps"] = unscaled(m.bandwidth_Bps, kGB);
         if (m.measured) s["measured"] = true;
         mem["sram"] = provenance_json(s, m.provenance);
     }
     j["memory"] = mem;
     j["compute"] = nlohmann::ordered_json::array();
     for (const auto& p : compute) {
-        nlohmann::ordered_json c{{"format", dtype_name(p.format)}, {"unit", unit_name(p.unit)}, {"peak_TFLOPS", p.flops / 1e12}};
+        nlohmann::ordered_json c{{"format", dtype_name(p.format)}, {"unit", unit_name(p.unit)}, {"peak_TFLOPS", unscaled(p.flops, 1e12)}};
         if (p.measured) c["measured"] = true;
         j["compute"].push_back(provenance_json(c, p.provenance));
     }
     if (!interconnect.empty()) {
         j["interconnect"] = nlohmann::ordered_json::array();
         for (const auto& i : interconnect)
-            j["interconnect"].push_back(provenance_json({{"name", i.name}, {"bandwidth_GBps", i.bandwidth_Bps / kGB}}, i.provenance));
+            j["interconnect"].push_back(provenance_json({{"name", i.name}, {"bandwidth_GBps", unscaled(i.bandwidth_Bps, kGB)}}, i.provenance));
     }
     if (tdp_w > 0) j["power"] = provenance_json({{"tdp_W", tdp_w}}, power_provenance);
     j["efficiency"] = provenance_json({{"dram_bandwidth", efficiency.dram_bandwidth},
                                        {"compute", efficiency.compute},
-                                       {"launch_overhead_us", efficiency.launch_overhead_s * 1e6}},
+                                       {"launch_overhead_us", unscaled(efficiency.launch_overhead_s, 1e-6)}},
                                       efficiency.provenance);
     if (!notes.empty()) j["notes"] = notes;
     return j.dump(indent);

@@ -699,6 +699,56 @@ EstimatePlan::EstimatePlan(const Device& device, const std::shared_ptr<const Str
                 break;
         }
     }
+
+    // envelopes of the slots affine in their rows alone
+    for (std::size_t g = 0; g < 2; ++g) {
+        Envelope& env = envelope_[g];
+        std::vector<const Slot*> members;
+        for (const Slot& s : slots_)
+            if ((s.op.kind == SlotKind::rows || s.op.kind == SlotKind::all_reduce) && s.op.per_sequence == (g == 1))
+                members.push_back(&s);
+        // the lines of one slot at one ceiling: compute, each memory level (overhead is added to all)
+        auto lines = [](const Slot& s, std::size_t c, std::array<std::array<double, 2>, 4>& out) {
+            const std::size_t o = kOffsets[c];
+            out[0] = {s.base.v[o + kMat] + s.base.v[o + kOther], s.per_row.v[o + kMat] + s.per_row.v[o + kOther]};
+            for (std::size_t i = 0; i < kNumLevels; ++i) out[1 + i] = {s.base.v[o + kMem + i], s.per_row.v[o + kMem + i]};
+        };
+        std::vector<double> cuts{0};
+        std::array<std::array<double, 2>, 4> l{};
+        for (const Slot* s : members) {
+            axpy(env.base, s->op.count, s->base);
+            axpy(env.per_row, s->op.count, s->per_row);
+            for (std::size_t c = 0; c < 2; ++c) {
+                lines(*s, c, l);
+                for (std::size_t i = 0; i < 4; ++i)
+                    for (std::size_t j = i + 1; j < 4; ++j) {
+                        const double db = l[i][1] - l[j][1];
+                        if (db == 0) continue;
+                        const double x = (l[j][0] - l[i][0]) / db;
+                        if (x > 0 && std::isfinite(x)) cuts.push_back(x);
+                    }
+            }
+        }
+        std::sort(cuts.begin(), cuts.end());
+        cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+        env.x = cuts;
+        for (std::size_t k = 0; k < cuts.size(); ++k) {
+            // which line is on top inside the interval: look at its middle (past the last cut: one beyond it)
+            const double probe = k + 1 < cuts.size() ? (cuts[k] + cuts[k + 1]) / 2 : 2 * cuts[k] + 1;
+            std::array<double, 4> sum{};
+            for (const Slot* s : members)
+                for (std::size_t c = 0; c < 2; ++c) {
+                    lines(*s, c, l);
+                    std::size_t top = 0;
+                    for (std::size_t i = 1; i < 4; ++i)
+                        if (l[i][0] + l[i][1] * probe > l[top][0] + l[top][1] * probe) top = i;
+                    const std::size_t o = kOffsets[c];
+                    sum[2 * c] += s->op.count * (l[top][0] + s->base.v[o + kOvh]);
+                    sum[2 * c + 1] += s->op.count * (l[top][1] + s->per_row.v[o + kOvh]);
+                }
+            env.lines.push_back(sum);
+        }
+    }
 }
 
 namespace {
@@ -760,6 +810,22 @@ AttentionSum attention_sum(const EstimatePlan::Slot& s, double batch, double c0,
 }
 }  // namespace
 
+namespace {
+// The envelope at `rows`: derated and ideal time of its slots, and their components, added to a phase.
+inline void add_envelope(Acc& acc, const EstimatePlan::Envelope& env, double rows) {
+    if (env.x.empty()) return;
+    const auto k = static_cast<std::size_t>(std::upper_bound(env.x.begin(), env.x.end(), rows) - env.x.begin());
+    const std::array<double, 4>& l = env.lines[k == 0 ? 0 : k - 1];
+    acc.seconds += l[0] + l[1] * rows;
+    acc.ideal += l[2] + l[3] * rows;
+    const double* b = env.base.v.data();
+    const double* r = env.per_row.v.data();
+    acc.compute += b[kMat] + b[kOther] + rows * (r[kMat] + r[kOther]);
+    for (std::size_t j = 0; j < OpTimes::kSize; ++j) acc.sum.v[j] += b[j] + rows * r[j];
+}
+inline bool in_envelope(const OpSlot& op) { return op.kind == SlotKind::rows || op.kind == SlotKind::all_reduce; }
+}  // namespace
+
 PhaseSums EstimatePlan::sum_slots(double batch, double tokens, double past, const std::vector<OpTimes>* attention,
                                   std::vector<BreakdownRow>* breakdown, const char* phase) const {
     Acc acc;
@@ -780,7 +846,15 @@ PhaseSums EstimatePlan::sum_slots(double batch, double tokens, double past, cons
             }
             ++a;
         } else {
+            const bool envelope = in_envelope(s.op);
+            if (envelope && !breakdown) continue;  // summed below
             slot_times(t, s, options_, slot_rows(s.op, batch, tokens), util, cache);
+            if (envelope) {  // a breakdown row only: the phase's numbers come from the envelope
+                const OpTotal tot = op_total(t, util);
+                sink.add(s.name, names_, s.op.count, s.op.count * t.v[kFlops], s.op.count * t.v[kBytes],
+                         s.op.count * tot.derated, [&] { return op_bound(t, util, s.op.kind == SlotKind::all_reduce); });
+                continue;
+            }
         }
         const OpTotal tot = op_total(t, util);
         acc.add(s.op.count, t, tot);
@@ -789,6 +863,8 @@ PhaseSums EstimatePlan::sum_slots(double batch, double tokens, double past, cons
                      [&] { return op_bound(t, util, s.op.kind == SlotKind::all_reduce); });
         }
     }
+    add_envelope(acc, envelope_[0], batch * tokens);
+    add_envelope(acc, envelope_[1], batch);
     return acc.sums();
 }
 
@@ -810,11 +886,13 @@ PhaseSums EstimatePlan::decode_step(double batch) const {
     UtilCache cache;
     OpTimes t;
     for (const Slot& s : slots_) {
-        if (s.op.kind == SlotKind::attention) continue;
+        if (s.op.kind == SlotKind::attention || in_envelope(s.op)) continue;
         double util = 1;
         slot_times(t, s, options_, batch, util, cache);  // one new token per sequence
         acc.add(s.op.count, t, op_total(t, util));
     }
+    add_envelope(acc, envelope_[0], batch);
+    add_envelope(acc, envelope_[1], batch);
     return acc.sums();
 }
 

@@ -149,10 +149,12 @@ struct PhaseSums {
 
 /// A model × device × configuration, ready to be evaluated at any (batch, prompt tokens, generated tokens). Every op
 /// of the forward pass is built once (forward_slots), timed at a few points on the device and kept as affine
-/// functions of its rows (and context, for attention); a decode step's static ops are summed over the generation
-/// by a multiplication and attention in closed form, so an evaluation costs the same for 1 or 10⁶ generated tokens
-/// and does not depend on the number of layers. Prefill attention is built once per prompt length.
-/// Immutable once built: evaluate it from any number of threads. It copies what it needs from the model and device.
+/// functions of its rows (and context, for attention); the ops affine in their rows alone are summed once into a
+/// piecewise-linear envelope; a decode step's static ops are summed over the generation by a multiplication and
+/// attention in closed form, so an evaluation costs the same for 1 or 10⁶ generated tokens and does not depend on
+/// the number of layers. Prefill attention is built per prompt length (evaluate() keeps the last few).
+/// Thread-safe once built (the prompt-length cache is locked): evaluate it from any number of threads. It copies
+/// what it needs from the model and device.
 class EstimatePlan {
 public:
     /// `formats` (optional) are the model's tensor_formats for the quant, when the caller shares them between plans.
@@ -217,6 +219,14 @@ public:
         std::uint32_t group = 0;  ///< linear slots with the same output features and rows share a utilization
         OpTimes base, per_row, extra, tiled_base, tiled_row, tiled_pass;
     };
+    /// The slots that are affine in their rows alone (rows, all_reduce) summed once: each op's time is a max of
+    /// affine functions of its rows, so their sum is convex piecewise-linear in the rows; kept per row group
+    /// (rows = batch × tokens, or the batch for per-sequence slots) as breakpoints and a line per interval.
+    struct Envelope {
+        std::vector<double> x;                     ///< interval starts, ascending, x[0] = 0
+        std::vector<std::array<double, 4>> lines;  ///< per interval: derated time a + b·rows, ideal time a + b·rows
+        OpTimes base, per_row;                     ///< Σ count × components (affine in rows)
+    };
 
 private:
     std::string model_id_, device_id_, engine_name_;
@@ -239,6 +249,7 @@ private:
     double cb_vec0_ = 0, cb_vec1_ = 0, cb_mat0_ = 0, cb_mat1_ = 0, cb_pass_ = 0;
     std::vector<std::array<double, 3>> cb_active_;  // experts, experts used, coefficient
     std::vector<std::array<double, 3>> cb_attention_;  // window, per sequence, per sequence × context
+    std::array<Envelope, 2> envelope_;  // [0]: rows = batch × tokens, [1]: per sequence
 
     PhaseSums sum_slots(double batch, double tokens, double past, const std::vector<OpTimes>* attention,
                         std::vector<BreakdownRow>* breakdown, const char* phase) const;

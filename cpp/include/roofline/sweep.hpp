@@ -7,10 +7,36 @@
 #include "roofline/inference.hpp"
 
 #include <cstdint>
+#include <memory>
+#include <new>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace roofline {
+
+/// An allocator that leaves new elements uninitialized (vector::resize without zeroing): sweep columns are
+/// written in full by the workers.
+template <class T>
+struct DefaultInitAllocator : std::allocator<T> {
+    template <class U>
+    struct rebind {
+        using other = DefaultInitAllocator<U>;
+    };
+    DefaultInitAllocator() = default;
+    template <class U>
+    DefaultInitAllocator(const DefaultInitAllocator<U>&) noexcept {}
+    template <class U>
+    void construct(U* p) noexcept {
+        ::new (static_cast<void*>(p)) U;
+    }
+    template <class U, class... Args>
+    void construct(U* p, Args&&... args) {
+        ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+    }
+};
+template <class T>
+using SweepColumn = std::vector<T, DefaultInitAllocator<T>>;
 
 /// The axes of a sweep. Every axis must list at least one value.
 struct SweepAxes {
@@ -44,12 +70,12 @@ struct SweepOptions {
 struct SweepTable {
     std::size_t rows = 0;
     /// Each row's configuration: indices into the axes' lists.
-    std::vector<std::int32_t> model, quant, device, engine, kv_dtype, tensor_parallel;
-    std::vector<std::uint8_t> flash_attention;
-    std::vector<std::int64_t> point;                 ///< point sweeps: the point's position in the input
-    std::vector<std::vector<double>> columns;        ///< named by sweep_columns()
-    std::vector<std::uint8_t> fits;                  ///< memory.fits
-    std::vector<std::uint8_t> prefill_bound, decode_bound;  ///< PhaseBound codes (phase_bound_names())
+    SweepColumn<std::int32_t> model, quant, device, engine, kv_dtype, tensor_parallel;
+    SweepColumn<std::uint8_t> flash_attention;
+    SweepColumn<std::int64_t> point;                 ///< point sweeps: the point's position in the input
+    std::vector<SweepColumn<double>> columns;        ///< named by sweep_columns()
+    SweepColumn<std::uint8_t> fits;                  ///< memory.fits
+    SweepColumn<std::uint8_t> prefill_bound, decode_bound;  ///< PhaseBound codes (phase_bound_names())
     std::vector<std::string> skipped;                ///< configurations left out, each with the reason
     std::size_t plans = 0;                           ///< plans built (configurations estimated)
 };
