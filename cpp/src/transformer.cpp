@@ -78,9 +78,11 @@ std::string num_text(double v) {
 
 void check_architecture(Architecture& a, const std::string& origin) {
     auto bad = [&](const std::string& what) { throw InvalidArgument(origin + ": " + what); };
+    // every size of an architecture is a count: a whole number in its range
     auto within = [&](const char* name, double v, double lo, double hi) {
-        if (!(v >= lo && v <= hi))
-            bad(std::string(name) + " must be within [" + num_text(lo) + ", " + num_text(hi) + "], got " + num_text(v));
+        if (!(v >= lo && v <= hi) || std::floor(v) != v)
+            bad(std::string(name) + " must be a whole number within [" + num_text(lo) + ", " + num_text(hi) + "], got " +
+                num_text(v));
     };
     if (a.n_layer < 1) bad("num_hidden_layers must be >= 1, got " + std::to_string(a.n_layer));
     within("num_hidden_layers", a.n_layer, 1, kMaxLayers);
@@ -103,6 +105,8 @@ void check_architecture(Architecture& a, const std::string& origin) {
     within("the number of experts", a.n_expert, 0, kMaxExperts);
     within("moe_intermediate_size", a.expert_ffn, 0, kMaxFfn);
     within("shared_expert_intermediate_size", a.shared_ffn, 0, kMaxFfn);
+    within("the context length (max_position_embeddings)", a.max_context, 0, 1e12);
+    for (double w : a.window) within("sliding_window", w, 0, 1e12);
     if (a.n_expert > 0 && a.expert_ffn < 1) bad("the experts' intermediate size must be >= 1, got " + num_text(a.expert_ffn));
     if (a.n_expert > 0 && (a.n_expert_used < 1 || a.n_expert_used > a.n_expert))
         bad("num_experts_per_tok must be within [1, " + std::to_string(a.n_expert) + "], got " +
