@@ -209,6 +209,10 @@ case("HF ten million layers", ValueError, "num_hidden_layers", "[1, 10000]", "10
     hf(num_hidden_layers=10**7))
 case("HF absurd hidden size", ValueError, "hidden_size", "[1, 1048576]")(hf(hidden_size=2**30, head_dim=64))
 case("HF absurd vocabulary", ValueError, "vocab_size", "[1, 16777216]")(hf(vocab_size=10**11))
+case("HF fractional hidden size", ValueError, "hidden_size", "whole number within [1, 1048576]", "1.024")(
+    hf(hidden_size=1.024, num_attention_heads=1, num_key_value_heads=1, head_dim=1))
+case("HF fractional sliding window", ValueError, "sliding_window", "whole number", "4.5")(
+    lambda t: rp.Model.from_hf_config(dict(with_changes(HF, {"model_type": "mistral"}), sliding_window=4.5)))
 case("HF config that is not an object", ValueError, "must be a JSON object")(
     lambda t: rp._core.Model.from_hf_config("[1, 2]", "list.json"))
 
