@@ -70,14 +70,19 @@ std::string unknown_name_message(std::string_view what, std::string_view bad,
     return os.str();
 }
 
-double check_size(std::string_view name, double value, bool strictly_positive) {
-    if (!std::isfinite(value) || value < 0 || (strictly_positive && value == 0)) {
-        std::ostringstream os;
-        os << name << " must be a finite number " << (strictly_positive ? "> 0" : ">= 0") << ", got " << value;
-        throw InvalidArgument(os.str());
-    }
-    return value;
+namespace detail {
+void throw_size_error(std::string_view name, double value, bool strictly_positive) {
+    std::ostringstream os;
+    os << name << " must be a finite number " << (strictly_positive ? "> 0" : ">= 0") << ", got " << value;
+    throw InvalidArgument(os.str());
 }
+
+void throw_range_error(std::string_view name, double value, double lo, double hi) {
+    std::ostringstream os;
+    os << name << " must be within [" << lo << ", " << hi << "], got " << value;
+    throw InvalidArgument(os.str());
+}
+}  // namespace detail
 
 double check_count(std::string_view name, double value) {
     if (!std::isfinite(value) || value < 0 || std::floor(value) != value) {
@@ -95,13 +100,5 @@ double check_count(std::string_view name, double value) {
     return value;
 }
 
-double check_range(std::string_view name, double value, double lo, double hi) {
-    if (!std::isfinite(value) || value < lo || value > hi) {
-        std::ostringstream os;
-        os << name << " must be within [" << lo << ", " << hi << "], got " << value;
-        throw InvalidArgument(os.str());
-    }
-    return value;
-}
 
 }  // namespace roofline

@@ -206,17 +206,11 @@ constexpr std::size_t kOffsets[2] = {0, kIdeal};
 
 OpTimes times_of(const OpCost& op, const Device& device) {
     OpTimes t;
-    OpCost matrix, rest;  // the op's matrix-unit FLOPs; everything else
-    rest.bytes_read = op.bytes_read;
-    rest.bytes_written = op.bytes_written;
-    rest.launches = op.launches;
-    for (const auto& term : op.flop_terms) (term.unit == Unit::matrix ? matrix : rest).flop_terms.push_back(term);
     for (std::size_t k = 0; k < 2; ++k) {
-        const Ceilings c = k == 0 ? Ceilings::derated : Ceilings::ideal;
         const std::size_t o = kOffsets[k];
-        t.v[o + kMat] = matrix.flop_terms.empty() ? 0.0 : evaluate(matrix, device, c).compute_seconds;
-        const Timing r = evaluate(rest, device, c);
-        t.v[o + kOther] = r.compute_seconds;
+        const Timing r = evaluate(op, device, k == 0 ? Ceilings::derated : Ceilings::ideal);
+        t.v[o + kMat] = r.compute_seconds_by_unit[static_cast<std::size_t>(Unit::matrix)];
+        t.v[o + kOther] = r.compute_seconds_by_unit[static_cast<std::size_t>(Unit::vector)];
         for (std::size_t i = 0; i < kNumLevels; ++i) t.v[o + kMem + i] = r.memory_seconds[i];
         t.v[o + kOvh] = r.overhead_seconds;
     }
@@ -418,10 +412,10 @@ struct UtilCache {
     std::array<double, kGroups> rows{}, util{};
     UtilCache() { rows.fill(-1); }
     double get(const EstimatePlan::Slot& s, const PhaseOptions& options, double r) {
-        if (s.group >= kGroups) return linear_utilization(s.op, options, r);
+        if (s.group >= kGroups) return linear_utilization(*s.op, options, r);
         if (rows[s.group] != r) {
             rows[s.group] = r;
-            util[s.group] = linear_utilization(s.op, options, r);
+            util[s.group] = linear_utilization(*s.op, options, r);
         }
         return util[s.group];
     }
@@ -431,17 +425,17 @@ struct UtilCache {
 inline void slot_times(OpTimes& t, const EstimatePlan::Slot& s, const PhaseOptions& options, double rows, double& util,
                        UtilCache& cache) {
     util = 1;
-    switch (s.op.kind) {
+    switch (s.op->kind) {
         case SlotKind::linear:
             if (rows <= options.gemv_max_rows) {
                 affine(t, s.base, rows, s.per_row);
             } else {
-                affine(t, s.tiled_base, rows, s.tiled_row, linear_extra_dequant_passes(s.op, options, rows), s.tiled_pass);
+                affine(t, s.tiled_base, rows, s.tiled_row, linear_extra_dequant_passes(*s.op, options, rows), s.tiled_pass);
                 util = cache.get(s, options, rows);
             }
             break;
         case SlotKind::moe:
-            affine(t, s.base, rows * s.op.top_k, s.per_row, ops::expected_active_experts(s.op.experts, s.op.top_k, rows), s.extra);
+            affine(t, s.base, rows * s.op->top_k, s.per_row, ops::expected_active_experts(s.op->experts, s.op->top_k, rows), s.extra);
             break;
         default:  // rows, all_reduce
             affine(t, s.base, rows, s.per_row);
@@ -482,6 +476,8 @@ struct EstimatePlan::Structure {
     Architecture arch;
     double parameters = 0, weight_bytes = 0;
     std::vector<OpSlot> slots;
+    std::vector<std::string> names;        // slot name ids, first appearance order
+    std::vector<std::uint32_t> slot_name;  // per slot, its index in names
     // per slot, the op built at the points its times are taken from (see the constructor)
     std::vector<std::vector<OpCost>> probes;
 };
@@ -504,6 +500,11 @@ std::shared_ptr<const EstimatePlan::Structure> EstimatePlan::structure(const Mod
     s.parameters = model.parameters();
     for (const auto& t : f) s.weight_bytes += t.bytes;
     s.slots = forward_slots(model, f, s.options);
+    for (const OpSlot& op : s.slots) {
+        const auto found = std::find(s.names.begin(), s.names.end(), op.name);
+        s.slot_name.push_back(static_cast<std::uint32_t>(found - s.names.begin()));
+        if (found == s.names.end()) s.names.push_back(op.name);
+    }
     const PhaseOptions& o = s.options;
     for (const OpSlot& op : s.slots) {
         std::vector<OpCost> p;
@@ -554,20 +555,31 @@ EstimatePlan::EstimatePlan(const Model& model, const Device& device, const PlanC
                            const std::vector<TensorFormat>* formats)
     : EstimatePlan(device, checked_structure(model, device, config, formats)) {}
 
-EstimatePlan::EstimatePlan(const Device& device, const std::shared_ptr<const Structure>& structure) {
+std::shared_ptr<const Device> EstimatePlan::device_for_engine(const Device& device, std::string_view engine_name) {
+    auto d = std::make_shared<Device>(device);
+    d->efficiency.launch_overhead_s *= engine(engine_name).launch_overhead_scale;
+    return d;
+}
+
+const std::string& EstimatePlan::model_id() const { return structure_->model_id; }
+const std::string& EstimatePlan::engine_name() const { return engine_->name; }
+
+EstimatePlan::EstimatePlan(const Device& device, const std::shared_ptr<const Structure>& structure)
+    : EstimatePlan(device_for_engine(device, structure ? structure->config.engine : "llama.cpp"), structure) {}
+
+EstimatePlan::EstimatePlan(std::shared_ptr<const Device> engine_device, const std::shared_ptr<const Structure>& structure) {
     if (!structure) throw InvalidArgument("estimate plan: no structure");
+    if (!engine_device) throw InvalidArgument("estimate plan: no device");
     const Structure& st = *structure;
+    const Device& device = *engine_device;
     config_ = st.config;
-    engine_ = st.engine;
-    engine_name_ = engine_.name;
+    engine_ = &st.engine;
     options_ = st.options;
     apply_device(options_, device);
     interconnect_Bps_ = interconnect_for(device, config_.tensor_parallel);
-    device_ = device;
-    device_.efficiency.launch_overhead_s *= engine_.launch_overhead_scale;
-    model_id_ = st.model_id;
+    device_ = std::move(engine_device);
     device_id_ = device.id;
-    arch_ = st.arch;
+    structure_ = structure;
     parameters_ = st.parameters;
     weight_bytes_ = st.weight_bytes;
     dram_bandwidth_ = device.bandwidth(Level::dram);
@@ -587,11 +599,9 @@ EstimatePlan::EstimatePlan(const Device& device, const std::shared_ptr<const Str
         const OpSlot& op = st.slots[k];
         const std::vector<OpCost>& p = st.probes[k];
         Slot s;
-        s.op = op;
-        auto found = std::find(names_.begin(), names_.end(), op.name);
-        s.name = static_cast<std::uint32_t>(found - names_.begin());
-        if (found == names_.end()) names_.push_back(op.name);
-        auto times = [&](std::size_t i) { return times_of(p[i], device_); };
+        s.op = &op;
+        s.name = st.slot_name[k];
+        auto times = [&](std::size_t i) { return times_of(p[i], device); };
         switch (op.kind) {
             case SlotKind::rows:
                 s.base = times(0);
@@ -600,7 +610,7 @@ EstimatePlan::EstimatePlan(const Device& device, const std::shared_ptr<const Str
             case SlotKind::all_reduce:
                 for (std::size_t c = 0; c < 2; ++c) {
                     const Ceilings ceil = c == 0 ? Ceilings::derated : Ceilings::ideal;
-                    const Parts parts = all_reduce_parts(tp, engine_.collective_latency_s, interconnect_Bps_, op.bytes_per_row, ceil);
+                    const Parts parts = all_reduce_parts(tp, engine_->collective_latency_s, interconnect_Bps_, op.bytes_per_row, ceil);
                     s.base.v[kOffsets[c] + kOvh] = parts.overhead;
                     s.per_row.v[kOffsets[c] + kMem] = parts.memory[0];
                 }
@@ -609,9 +619,9 @@ EstimatePlan::EstimatePlan(const Device& device, const std::shared_ptr<const Str
                 std::uint32_t g = 0;  // the utilization group: same output features and rows
                 for (; g < groups_; ++g) {
                     const auto it = std::find_if(slots_.begin(), slots_.end(), [&](const Slot& o) {
-                        return o.op.kind == SlotKind::linear && o.group == g;
+                        return o.op->kind == SlotKind::linear && o.group == g;
                     });
-                    if (it != slots_.end() && it->op.n == op.n && it->op.per_sequence == op.per_sequence) break;
+                    if (it != slots_.end() && it->op->n == op.n && it->op->per_sequence == op.per_sequence) break;
                 }
                 if (g == groups_) ++groups_;
                 s.group = g;
@@ -642,8 +652,8 @@ EstimatePlan::EstimatePlan(const Device& device, const std::shared_ptr<const Str
     }
 
     // memory
-    for (int l = 0; l < arch_.n_layer; ++l) {
-        const double w = arch_.window.empty() ? 0 : arch_.window[static_cast<std::size_t>(l)];
+    for (int l = 0; l < structure_->arch.n_layer; ++l) {
+        const double w = structure_->arch.window.empty() ? 0 : structure_->arch.window[static_cast<std::size_t>(l)];
         if (w > 0) windows_.push_back({w, 1});
         else full_layers_ += 1;
     }
@@ -657,13 +667,13 @@ EstimatePlan::EstimatePlan(const Device& device, const std::shared_ptr<const Str
     }
     act_bytes_ = options_.activation.bytes_per_element();
     kv_bytes_ = options_.kv.bytes_per_element();
-    widest_ = std::max({arch_.q_dim() + 2 * arch_.kv_dim(), (arch_.mlp == MlpKind::gated ? 2.0 : 1.0) * arch_.ffn,
-                        2.0 * arch_.expert_ffn * std::max(1, arch_.n_expert_used)});
+    widest_ = std::max({structure_->arch.q_dim() + 2 * structure_->arch.kv_dim(), (structure_->arch.mlp == MlpKind::gated ? 2.0 : 1.0) * structure_->arch.ffn,
+                        2.0 * structure_->arch.expert_ffn * std::max(1, structure_->arch.n_expert_used)});
 
     // compute_bound_batch: a decode step's Σ ideal (compute − DRAM) as a function of the batch
     for (const Slot& s : slots_) {
-        const double n = s.op.count;
-        switch (s.op.kind) {
+        const double n = s.op->count;
+        switch (s.op->kind) {
             case SlotKind::rows:
             case SlotKind::all_reduce:
                 cb_vec0_ += n * ideal_balance(s.base);
@@ -681,21 +691,21 @@ EstimatePlan::EstimatePlan(const Device& device, const std::shared_ptr<const Str
             case SlotKind::moe: {
                 cb_vec0_ += n * ideal_balance(s.base);
                 cb_mat0_ += n * ideal_balance(s.base);
-                cb_vec1_ += n * s.op.top_k * ideal_balance(s.per_row);
-                cb_mat1_ += n * s.op.top_k * ideal_balance(s.per_row);
+                cb_vec1_ += n * s.op->top_k * ideal_balance(s.per_row);
+                cb_mat1_ += n * s.op->top_k * ideal_balance(s.per_row);
                 bool merged = false;
                 for (auto& e : cb_active_)
-                    if (e[0] == s.op.experts && e[1] == s.op.top_k) {
+                    if (e[0] == s.op->experts && e[1] == s.op->top_k) {
                         e[2] += n * ideal_balance(s.extra);
                         merged = true;
                     }
-                if (!merged) cb_active_.push_back({s.op.experts, s.op.top_k, n * ideal_balance(s.extra)});
+                if (!merged) cb_active_.push_back({s.op->experts, s.op->top_k, n * ideal_balance(s.extra)});
                 break;
             }
             case SlotKind::attention:
                 cb_vec0_ += n * ideal_balance(s.base);
                 cb_mat0_ += n * ideal_balance(s.base);
-                cb_attention_.push_back({s.op.window, n * ideal_balance(s.per_row), n * ideal_balance(s.extra)});
+                cb_attention_.push_back({s.op->window, n * ideal_balance(s.per_row), n * ideal_balance(s.extra)});
                 break;
         }
     }
@@ -704,8 +714,9 @@ EstimatePlan::EstimatePlan(const Device& device, const std::shared_ptr<const Str
     for (std::size_t g = 0; g < 2; ++g) {
         Envelope& env = envelope_[g];
         std::vector<const Slot*> members;
+        members.reserve(slots_.size());
         for (const Slot& s : slots_)
-            if ((s.op.kind == SlotKind::rows || s.op.kind == SlotKind::all_reduce) && s.op.per_sequence == (g == 1))
+            if ((s.op->kind == SlotKind::rows || s.op->kind == SlotKind::all_reduce) && s.op->per_sequence == (g == 1))
                 members.push_back(&s);
         // the lines of one slot at one ceiling: compute, each memory level (overhead is added to all)
         auto lines = [](const Slot& s, std::size_t c, std::array<std::array<double, 2>, 4>& out) {
@@ -716,8 +727,8 @@ EstimatePlan::EstimatePlan(const Device& device, const std::shared_ptr<const Str
         std::vector<double> cuts{0};
         std::array<std::array<double, 2>, 4> l{};
         for (const Slot* s : members) {
-            axpy(env.base, s->op.count, s->base);
-            axpy(env.per_row, s->op.count, s->per_row);
+            axpy(env.base, s->op->count, s->base);
+            axpy(env.per_row, s->op->count, s->per_row);
             for (std::size_t c = 0; c < 2; ++c) {
                 lines(*s, c, l);
                 for (std::size_t i = 0; i < 4; ++i)
@@ -743,8 +754,8 @@ EstimatePlan::EstimatePlan(const Device& device, const std::shared_ptr<const Str
                     for (std::size_t i = 1; i < 4; ++i)
                         if (l[i][0] + l[i][1] * probe > l[top][0] + l[top][1] * probe) top = i;
                     const std::size_t o = kOffsets[c];
-                    sum[2 * c] += s->op.count * (l[top][0] + s->base.v[o + kOvh]);
-                    sum[2 * c + 1] += s->op.count * (l[top][1] + s->per_row.v[o + kOvh]);
+                    sum[2 * c] += s->op->count * (l[top][0] + s->base.v[o + kOvh]);
+                    sum[2 * c + 1] += s->op->count * (l[top][1] + s->per_row.v[o + kOvh]);
                 }
             env.lines.push_back(sum);
         }
@@ -762,7 +773,7 @@ inline OpTimes decode_attention_times(const EstimatePlan::Slot& s, double batch,
 
 AttentionSum attention_sum(const EstimatePlan::Slot& s, double batch, double c0, double c1) {
     AttentionSum r;
-    const double w = s.op.window;
+    const double w = s.op->window;
     struct Segment {
         double from, to;
         bool grows;
@@ -830,37 +841,37 @@ PhaseSums EstimatePlan::sum_slots(double batch, double tokens, double past, cons
                                   std::vector<BreakdownRow>* breakdown, const char* phase) const {
     Acc acc;
     UtilCache cache;
-    RowSink sink(breakdown, names_.size(), phase);
+    RowSink sink(breakdown, structure_->names.size(), phase);
     std::size_t a = 0;
     OpTimes t;
     for (const Slot& s : slots_) {
         double util = 1;
-        if (s.op.kind == SlotKind::attention) {
+        if (s.op->kind == SlotKind::attention) {
             if (tokens == 1) {
                 const double context = past + 1;
-                t = decode_attention_times(s, batch, s.op.window > 0 ? std::min(context, s.op.window) : context);
+                t = decode_attention_times(s, batch, s.op->window > 0 ? std::min(context, s.op->window) : context);
             } else if (attention) {
                 t = scaled_work((*attention)[a], batch);
             } else {
-                t = scaled_work(times_total_of(slot_cost(s.op, options_, 1, tokens, past), device_), batch);
+                t = scaled_work(times_total_of(slot_cost(*s.op, options_, 1, tokens, past), *device_), batch);
             }
             ++a;
         } else {
-            const bool envelope = in_envelope(s.op);
+            const bool envelope = in_envelope(*s.op);
             if (envelope && !breakdown) continue;  // summed below
-            slot_times(t, s, options_, slot_rows(s.op, batch, tokens), util, cache);
+            slot_times(t, s, options_, slot_rows(*s.op, batch, tokens), util, cache);
             if (envelope) {  // a breakdown row only: the phase's numbers come from the envelope
                 const OpTotal tot = op_total(t, util);
-                sink.add(s.name, names_, s.op.count, s.op.count * t.v[kFlops], s.op.count * t.v[kBytes],
-                         s.op.count * tot.derated, [&] { return op_bound(t, util, s.op.kind == SlotKind::all_reduce); });
+                sink.add(s.name, structure_->names, s.op->count, s.op->count * t.v[kFlops], s.op->count * t.v[kBytes],
+                         s.op->count * tot.derated, [&] { return op_bound(t, util, s.op->kind == SlotKind::all_reduce); });
                 continue;
             }
         }
         const OpTotal tot = op_total(t, util);
-        acc.add(s.op.count, t, tot);
+        acc.add(s.op->count, t, tot);
         if (breakdown) {
-            sink.add(s.name, names_, s.op.count, s.op.count * t.v[kFlops], s.op.count * t.v[kBytes], s.op.count * tot.derated,
-                     [&] { return op_bound(t, util, s.op.kind == SlotKind::all_reduce); });
+            sink.add(s.name, structure_->names, s.op->count, s.op->count * t.v[kFlops], s.op->count * t.v[kBytes], s.op->count * tot.derated,
+                     [&] { return op_bound(t, util, s.op->kind == SlotKind::all_reduce); });
         }
     }
     add_envelope(acc, envelope_[0], batch * tokens);
@@ -872,7 +883,7 @@ std::vector<OpTimes> EstimatePlan::prefill_attention(double prompt) const {
     std::vector<OpTimes> out;
     if (prompt <= 1) return out;  // one token: decode attention, affine in the batch
     out.reserve(attention_.size());
-    for (std::size_t i : attention_) out.push_back(times_total_of(slot_cost(slots_[i].op, options_, 1, prompt, 0), device_));
+    for (std::size_t i : attention_) out.push_back(times_total_of(slot_cost(*slots_[i].op, options_, 1, prompt, 0), *device_));
     return out;
 }
 
@@ -886,10 +897,10 @@ PhaseSums EstimatePlan::decode_step(double batch) const {
     UtilCache cache;
     OpTimes t;
     for (const Slot& s : slots_) {
-        if (s.op.kind == SlotKind::attention || in_envelope(s.op)) continue;
+        if (s.op->kind == SlotKind::attention || in_envelope(*s.op)) continue;
         double util = 1;
         slot_times(t, s, options_, batch, util, cache);  // one new token per sequence
-        acc.add(s.op.count, t, op_total(t, util));
+        acc.add(s.op->count, t, op_total(t, util));
     }
     add_envelope(acc, envelope_[0], batch);
     add_envelope(acc, envelope_[1], batch);
@@ -910,7 +921,7 @@ PhaseSums EstimatePlan::decode(double batch, double prompt, double gen, const Ph
     const double c0 = prompt + 1, c1 = prompt + gen;
     for (std::size_t i : attention_) {
         const Slot& s = slots_[i];
-        const double n = s.op.count;
+        const double n = s.op->count;
         const AttentionSum a = attention_sum(s, batch, c0, c1);
         d.seconds += n * a.seconds;
         d.ideal_seconds += n * a.ideal_seconds;
@@ -921,14 +932,14 @@ PhaseSums EstimatePlan::decode(double batch, double prompt, double gen, const Ph
         d.bytes += n * a.bytes;
     }
     if (breakdown) {  // rows in slot order; the numbers above do not depend on them
-        RowSink sink(breakdown, names_.size(), "decode");
+        RowSink sink(breakdown, structure_->names.size(), "decode");
         for (const Slot& s : slots_) {
-            const double n = s.op.count;
-            if (s.op.kind == SlotKind::attention) {
+            const double n = s.op->count;
+            if (s.op->kind == SlotKind::attention) {
                 const AttentionSum a = attention_sum(s, batch, c0, c1);
-                sink.add(s.name, names_, n * gen, n * a.flops, n * a.bytes, n * a.seconds,
+                sink.add(s.name, structure_->names, n * gen, n * a.flops, n * a.bytes, n * a.seconds,
                          [&] {  // the first step's bound
-                             const double w = s.op.window;
+                             const double w = s.op->window;
                              return op_bound(decode_attention_times(s, batch, w > 0 ? std::min(c0, w) : c0), 1, false);
                          });
                 continue;
@@ -938,8 +949,8 @@ PhaseSums EstimatePlan::decode(double batch, double prompt, double gen, const Ph
             OpTimes t;
             slot_times(t, s, options_, batch, util, cache);
             const OpTotal tot = op_total(t, util);
-            sink.add(s.name, names_, n * gen, n * gen * t.v[kFlops], n * gen * t.v[kBytes], n * gen * tot.derated,
-                     [&] { return op_bound(t, util, s.op.kind == SlotKind::all_reduce); });
+            sink.add(s.name, structure_->names, n * gen, n * gen * t.v[kFlops], n * gen * t.v[kBytes], n * gen * tot.derated,
+                     [&] { return op_bound(t, util, s.op->kind == SlotKind::all_reduce); });
         }
     }
     return d;
@@ -954,7 +965,7 @@ PhaseSums EstimatePlan::phase(double batch, double tokens, double past) const {
 }
 
 MemoryUse EstimatePlan::memory(double batch, double prompt, double gen) const {
-    const Architecture& a = arch_;
+    const Architecture& a = structure_->arch;
     const double tp = options_.tensor_parallel;
     MemoryUse m;
     m.weights = weight_bytes_ / tp;
@@ -968,7 +979,7 @@ MemoryUse EstimatePlan::memory(double batch, double prompt, double gen) const {
         act += batch * (a.n_head / tp) * prompt * prompt * act_bytes_ * 2;  // S and P
     act += (options_.logits_last_token_only ? batch : rows) * a.vocab * 4.0;  // f32 logits
     m.activations = act;
-    m.overhead = engine_.runtime_overhead_bytes;
+    m.overhead = engine_->runtime_overhead_bytes;
     m.total = m.weights + m.kv_cache + m.activations + m.overhead;
     m.capacity = capacity_;
     m.fits = m.total <= m.capacity;
@@ -983,7 +994,7 @@ double EstimatePlan::max_batch(double prompt, double gen) const {
 
 double EstimatePlan::max_context(double batch) const {
     const double capacity = capacity_;
-    double lo = 0, hi = std::max(1.0, arch_.max_context > 0 ? arch_.max_context : 1e7);
+    double lo = 0, hi = std::max(1.0, structure_->arch.max_context > 0 ? structure_->arch.max_context : 1e7);
     if (memory(batch, hi, 0).total <= capacity) return hi;
     while (hi - lo > 1) {
         const double mid = std::floor((lo + hi) / 2);
@@ -1072,10 +1083,10 @@ EstimateRow EstimatePlan::evaluate(double batch, double prompt, double gen, std:
 Estimate EstimatePlan::estimate(double batch, double prompt, double gen, bool breakdown) const {
     Estimate e;
     const EstimateRow r = evaluate(batch, prompt, gen, breakdown ? &e.breakdown : nullptr);
-    e.model = model_id_;
+    e.model = model_id();
     e.quant = config_.quant;
     e.device = device_id_;
-    e.engine = engine_name_;
+    e.engine = engine_name();
     e.parameters = parameters_;
     e.weight_bytes = weight_bytes_;
     e.bits_per_weight = bits_per_weight();

@@ -36,6 +36,7 @@ namespace {
 // A count an op builder produced from its sizes: finite, >= 0 and at most kMaxOpCount, else the sizes were absurd
 // and their product overflowed ("gemm: 2.658e+36 FLOPs exceed 1e+30 ...").
 double check_op_count(const std::string& op, const char* what, double n) {
+    if (n >= 0 && n <= kMaxOpCount) return n;  // the hot path builds no message (NaN fails both comparisons)
     const std::string who = op.empty() ? std::string("op") : op;
     if (n > kMaxOpCount) {
         std::ostringstream os;

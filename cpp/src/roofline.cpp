@@ -33,7 +33,9 @@ Timing evaluate(const OpCost& op, const Device& device, Ceilings ceilings) {
         // A measured peak is already achievable: the efficiency fraction is not applied to it again.
         const double compute_eff = peak.measured ? 1.0 : device.efficiency.compute;
         const double used = derated ? compute_eff * term.utilization : 1.0;
-        t.compute_seconds += term.flops / (peak.flops * used);
+        const double seconds = term.flops / (peak.flops * used);
+        t.compute_seconds += seconds;
+        t.compute_seconds_by_unit[static_cast<std::size_t>(term.unit)] += seconds;
     }
 
     double slowest = t.compute_seconds;
@@ -43,12 +45,13 @@ Timing evaluate(const OpCost& op, const Device& device, Ceilings ceilings) {
     for (std::size_t i = 0; i < kNumLevels; ++i) {
         const auto level = static_cast<Level>(i);
         const double bytes = op.bytes(level);
-        if (bytes <= 0 || !device.has_bandwidth(level)) continue;
-        double bw = device.bandwidth(level);
-        if (derated && level == Level::dram && !device.level(level).measured) bw *= device.efficiency.dram_bandwidth;
+        const MemoryLevel& lv = device.level(level);
+        if (bytes <= 0 || !lv.present || !(lv.bandwidth_Bps > 0)) continue;  // Device::has_bandwidth
+        double bw = lv.bandwidth_Bps;
+        if (derated && level == Level::dram && !lv.measured) bw *= device.efficiency.dram_bandwidth;
         t.level_evaluated[i] = true;
         t.memory_seconds[i] = bytes / bw;
-        attainable = std::min(attainable, op.arithmetic_intensity(level) * bw);
+        attainable = std::min(attainable, t.flops / bytes * bw);  // OpCost::arithmetic_intensity × bandwidth
         if (t.memory_seconds[i] > slowest) {
             slowest = t.memory_seconds[i];
             t.bound = static_cast<Bound>(static_cast<int>(Bound::dram) + static_cast<int>(i));

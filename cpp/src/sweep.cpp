@@ -155,6 +155,17 @@ Plans build_plans(const SweepAxes& a, const std::vector<Config>& configs, int th
             structures[i] = EstimatePlan::structure(*a.models[k[0]], pc, &formats[f]);
         });
     });
+    // Each device as each engine sees it, shared by its plans (null for an engine name that does not exist: the
+    // structure has already failed for it).
+    const std::size_t ne = a.engines.size();
+    std::vector<std::shared_ptr<const Device>> engine_devices(a.devices.size() * ne);
+    for (std::size_t e = 0; e < ne; ++e) {
+        for (std::size_t d = 0; d < a.devices.size(); ++d) try {
+                engine_devices[d * ne + e] = EstimatePlan::device_for_engine(*a.devices[d], a.engines[e]);
+            } catch (const NotFound&) {
+                break;  // not an engine: its structures failed already
+            }
+    }
     Plans out;
     out.plans.resize(configs.size());
     out.failures.resize(configs.size());
@@ -167,7 +178,11 @@ Plans build_plans(const SweepAxes& a, const std::vector<Config>& configs, int th
             return;
         }
         capture(out.failures[i], describe(a, c),
-                [&] { out.plans[i] = std::make_unique<EstimatePlan>(*a.devices[c[2]], structures[k]); });
+                [&] {
+                    const auto& dev = engine_devices[c[2] * ne + c[3]];
+                    out.plans[i] = dev ? std::make_unique<EstimatePlan>(dev, structures[k])
+                                       : std::make_unique<EstimatePlan>(*a.devices[c[2]], structures[k]);
+                });
     });
     return out;
 }

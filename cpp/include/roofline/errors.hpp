@@ -3,6 +3,7 @@
 #pragma once
 
 #include <stdexcept>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,8 +36,17 @@ std::string closest_match(std::string_view bad, const std::vector<std::string>& 
 std::string unknown_name_message(std::string_view what, std::string_view bad,
                                  const std::vector<std::string>& candidates);
 
-/// Throws InvalidArgument unless `value` is finite and >= 0 (or > 0 when `strictly_positive`).
-double check_size(std::string_view name, double value, bool strictly_positive = false);
+namespace detail {
+[[noreturn]] void throw_size_error(std::string_view name, double value, bool strictly_positive);
+[[noreturn]] void throw_range_error(std::string_view name, double value, double lo, double hi);
+}  // namespace detail
+
+/// Throws InvalidArgument unless `value` is finite and >= 0 (or > 0 when `strictly_positive`). Inline: the checks
+/// sit on the estimator's hot paths, and a valid value costs two comparisons (NaN fails both).
+inline double check_size(std::string_view name, double value, bool strictly_positive = false) {
+    if (value >= 0 && value <= std::numeric_limits<double>::max() && !(strictly_positive && value == 0)) return value;
+    detail::throw_size_error(name, value, strictly_positive);
+}
 /// The largest count (size, token count) the core accepts: 2^53, the largest whole number a double holds exactly.
 inline constexpr double kMaxCount = 9007199254740992.0;
 /// The most FLOPs, or bytes at one memory level, one operator may count: far beyond any machine (a whole-model
@@ -46,6 +56,11 @@ inline constexpr double kMaxOpCount = 1e30;
 /// A count of things (a size, a token count): finite, >= 0, a whole number and at most kMaxCount. Returns it.
 double check_count(std::string_view name, double value);
 /// Throws InvalidArgument unless `value` is finite and within [lo, hi].
-double check_range(std::string_view name, double value, double lo, double hi);
+inline double check_range(std::string_view name, double value, double lo, double hi) {
+    if (value >= lo && value <= hi && value >= -std::numeric_limits<double>::max() &&
+        value <= std::numeric_limits<double>::max())
+        return value;
+    detail::throw_range_error(name, value, lo, hi);
+}
 
 }  // namespace roofline

@@ -169,6 +169,11 @@ public:
                                                       const std::vector<TensorFormat>* formats = nullptr);
     /// A plan from a structure: times the structure's ops on `device` (no op is built).
     EstimatePlan(const Device& device, const std::shared_ptr<const Structure>& structure);
+    /// The device as the plans of `engine` see it (its launch overhead × the engine's scale), to share between plans.
+    static std::shared_ptr<const Device> device_for_engine(const Device& device, std::string_view engine);
+    /// A plan from a structure and a device_for_engine of the structure's engine; shares both (a sweep builds one
+    /// such device per device and engine, not one per plan).
+    EstimatePlan(std::shared_ptr<const Device> engine_device, const std::shared_ptr<const Structure>& structure);
 
     /// Everything estimate() returns but names and speculative decoding; `breakdown` (optional) gets the per-op rows.
     /// Checks the point (batch >= 1, whole token counts, prompt + gen >= 1).
@@ -200,9 +205,9 @@ public:
     /// The model's tensor formats under `quant` as a plan uses them (unquantized tensors in bf16, fp16 for "fp16").
     static std::vector<TensorFormat> formats_for(const Model& model, const std::string& quant);
 
-    const std::string& model_id() const { return model_id_; }
+    const std::string& model_id() const;
     const std::string& device_id() const { return device_id_; }
-    const std::string& engine_name() const { return engine_name_; }
+    const std::string& engine_name() const;
     const PlanConfig& config() const { return config_; }
     double parameters() const { return parameters_; }
     double weight_bytes() const { return weight_bytes_; }
@@ -214,7 +219,7 @@ public:
     /// utilization) through tiled ones; moe: base + routed rows × per_row + active experts × extra; decode attention:
     /// base + batch × (per_row + context × extra).
     struct Slot {
-        OpSlot op;
+        const OpSlot* op = nullptr;  ///< in the plan's structure (shared between the plans of one configuration)
         std::uint32_t name = 0;
         std::uint32_t group = 0;  ///< linear slots with the same output features and rows share a utilization
         OpTimes base, per_row, extra, tiled_base, tiled_row, tiled_pass;
@@ -229,17 +234,16 @@ public:
     };
 
 private:
-    std::string model_id_, device_id_, engine_name_;
+    std::string device_id_;
     PlanConfig config_;
-    Architecture arch_;
-    Device device_;  // launch overhead scaled by the engine
-    Engine engine_;
+    std::shared_ptr<const Structure> structure_;  // the slots, names and architecture the slots point into
+    std::shared_ptr<const Device> device_;  // launch overhead scaled by the engine (device_for_engine)
+    const Engine* engine_ = nullptr;  // in structure_
     PhaseOptions options_;
     double interconnect_Bps_ = 0;
     double parameters_ = 0, weight_bytes_ = 0, dram_bandwidth_ = 0, capacity_ = 0;
     std::uint32_t groups_ = 0;
     std::vector<Slot> slots_;
-    std::vector<std::string> names_;  // slot name ids, first appearance order
     std::vector<std::size_t> attention_;  // slot indices of attention slots
     // memory: layers without a window, and the windows of the others (with their counts)
     double full_layers_ = 0;

@@ -22,6 +22,7 @@ struct Timing {
     double seconds = 0;                          ///< max(compute, each level) + overhead
     Bound bound = Bound::none;                   ///< which term is largest
     double compute_seconds = 0;                  ///< Σ over FLOP terms of flops / peak(unit, format)
+    std::array<double, 2> compute_seconds_by_unit{};  ///< the same sum over the terms of each Unit (vector, matrix)
     std::array<double, kNumLevels> memory_seconds{};  ///< bytes at a level / its bandwidth (0 if not evaluated)
     std::array<bool, kNumLevels> level_evaluated{};   ///< levels with traffic and a known bandwidth
     double overhead_seconds = 0;                 ///< launches × launch overhead (derated only)
