@@ -82,15 +82,20 @@ enum class Role { token_embd, attn_q, attn_v, attn_k, attn_qkv, attn_kv_b, attn_
 Role role_of(const std::string& name) {
     if (name == "output.weight") return Role::output;
     if (name == "token_embd.weight" || name == "per_layer_token_embd.weight") return Role::token_embd;
-    if (contains(name, "attn_qkv.weight")) return Role::attn_qkv;
-    if (contains(name, "attn_kv_b.weight")) return Role::attn_kv_b;
-    if (contains(name, "attn_v.weight")) return Role::attn_v;
-    if (contains(name, "attn_k.weight")) return Role::attn_k;
-    if (contains(name, "attn_q.weight")) return Role::attn_q;
-    if (contains(name, "attn_output.weight")) return Role::attn_output;
-    if (contains(name, "ffn_up")) return Role::ffn_up;
-    if (contains(name, "ffn_gate")) return Role::ffn_gate;
-    if (contains(name, "ffn_down")) return Role::ffn_down;
+    // Every marker below contains "attn_" or "ffn_": a name with neither is 'other' after two scans, not nine.
+    if (contains(name, "attn_")) {
+        if (contains(name, "attn_qkv.weight")) return Role::attn_qkv;
+        if (contains(name, "attn_kv_b.weight")) return Role::attn_kv_b;
+        if (contains(name, "attn_v.weight")) return Role::attn_v;
+        if (contains(name, "attn_k.weight")) return Role::attn_k;
+        if (contains(name, "attn_q.weight")) return Role::attn_q;
+        if (contains(name, "attn_output.weight")) return Role::attn_output;
+    }
+    if (contains(name, "ffn_")) {
+        if (contains(name, "ffn_up")) return Role::ffn_up;
+        if (contains(name, "ffn_gate")) return Role::ffn_gate;
+        if (contains(name, "ffn_down")) return Role::ffn_down;
+    }
     return Role::other;
 }
 

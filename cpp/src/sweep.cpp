@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cmath>
 #include <exception>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <memory>
@@ -60,14 +61,14 @@ struct Failure {
 }
 
 template <class F>
-bool capture(Failure& out, const std::string& what, F&& f) {
+bool capture(Failure& out, const std::function<std::string()>& what, F&& f) {
     try {
         f();
         return true;
     } catch (const NotFound& e) {
-        out = {what + ": " + e.what(), true};
+        out = {what() + ": " + e.what(), true};
     } catch (const std::exception& e) {
-        out = {what + ": " + e.what(), false};
+        out = {what() + ": " + e.what(), false};
     }
     return false;
 }
@@ -138,7 +139,7 @@ Plans build_plans(const SweepAxes& a, const std::vector<Config>& configs, int th
     std::vector<char> format_ok(mq.size(), 0);
     parallel_for(mq.size(), threads, [&](std::size_t i) {
         const std::size_t m = mq[i] / nq, q = mq[i] % nq;
-        format_ok[i] = capture(format_failures[i], "", [&] { formats[i] = EstimatePlan::formats_for(*a.models[m], a.quants[q]); });
+        format_ok[i] = capture(format_failures[i], [] { return std::string(); }, [&] { formats[i] = EstimatePlan::formats_for(*a.models[m], a.quants[q]); });
     });
     std::vector<std::shared_ptr<const EstimatePlan::Structure>> structures(keys.size());
     std::vector<Failure> structure_failures(keys.size());
@@ -149,7 +150,7 @@ Plans build_plans(const SweepAxes& a, const std::vector<Config>& configs, int th
             structure_failures[i] = format_failures[f];
             return;
         }
-        capture(structure_failures[i], "", [&] {
+        capture(structure_failures[i], [] { return std::string(); }, [&] {
             const PlanConfig pc{a.quants[k[1]], a.kv_dtypes[k[4]], a.flash_attention[k[5]] != 0, a.engines[k[3]],
                                 a.tensor_parallel[k[6]]};
             structures[i] = EstimatePlan::structure(*a.models[k[0]], pc, &formats[f]);
@@ -177,7 +178,7 @@ Plans build_plans(const SweepAxes& a, const std::vector<Config>& configs, int th
             out.failures[i] = {describe(a, c) + structure_failures[k].message, structure_failures[k].not_found};
             return;
         }
-        capture(out.failures[i], describe(a, c),
+        capture(out.failures[i], [&] { return describe(a, c); },
                 [&] {
                     const auto& dev = engine_devices[c[2] * ne + c[3]];
                     out.plans[i] = dev ? std::make_unique<EstimatePlan>(dev, structures[k])
