@@ -93,6 +93,7 @@ void register_device(py::module_& m) {
                                [](const Device& d) {
                                    py::dict e = provenance(d.efficiency.provenance);
                                    e["dram_bandwidth"] = d.efficiency.dram_bandwidth;
+                                   e["dram_applies_to_measured"] = d.efficiency.dram_applies_to_measured;
                                    e["compute"] = d.efficiency.compute;
                                    e["launch_overhead_s"] = d.efficiency.launch_overhead_s;
                                    return e;

@@ -263,6 +263,7 @@ Device parse_device(std::string_view json_text, std::string_view origin) {
     {
         auto e = o.object("efficiency");
         d.efficiency.dram_bandwidth = e.number("dram_bandwidth", kMinEfficiency, 1);
+        d.efficiency.dram_applies_to_measured = e.opt_bool("dram_applies_to_measured", false);
         d.efficiency.compute = e.number("compute", kMinEfficiency, 1);
         d.efficiency.launch_overhead_s = e.number("launch_overhead_us", 0, 1e6) * 1e-6;
         d.efficiency.provenance = read_provenance(e);
@@ -360,10 +361,11 @@ std::string Device::to_json(int indent) const {
             j["interconnect"].push_back(provenance_json({{"name", i.name}, {"bandwidth_GBps", unscaled(i.bandwidth_Bps, kGB)}}, i.provenance));
     }
     if (tdp_w > 0) j["power"] = provenance_json({{"tdp_W", tdp_w}}, power_provenance);
-    j["efficiency"] = provenance_json({{"dram_bandwidth", efficiency.dram_bandwidth},
-                                       {"compute", efficiency.compute},
-                                       {"launch_overhead_us", unscaled(efficiency.launch_overhead_s, 1e-6)}},
-                                      efficiency.provenance);
+    nlohmann::ordered_json eff = {{"dram_bandwidth", efficiency.dram_bandwidth}};
+    if (efficiency.dram_applies_to_measured) eff["dram_applies_to_measured"] = true;
+    eff["compute"] = efficiency.compute;
+    eff["launch_overhead_us"] = unscaled(efficiency.launch_overhead_s, 1e-6);
+    j["efficiency"] = provenance_json(eff, efficiency.provenance);
     if (!notes.empty()) j["notes"] = notes;
     return j.dump(indent);
 }

@@ -48,7 +48,8 @@ Timing evaluate(const OpCost& op, const Device& device, Ceilings ceilings) {
         const MemoryLevel& lv = device.level(level);
         if (bytes <= 0 || !lv.present || !(lv.bandwidth_Bps > 0)) continue;  // Device::has_bandwidth
         double bw = lv.bandwidth_Bps;
-        if (derated && level == Level::dram && !lv.measured) bw *= device.efficiency.dram_bandwidth;
+        if (derated && level == Level::dram && (!lv.measured || device.efficiency.dram_applies_to_measured))
+            bw *= device.efficiency.dram_bandwidth;
         t.level_evaluated[i] = true;
         t.memory_seconds[i] = bytes / bw;
         attainable = std::min(attainable, t.flops / bytes * bw);  // OpCost::arithmetic_intensity × bandwidth
@@ -75,7 +76,8 @@ double attainable_flops(const Device& device, double intensity, DType format, Le
     if (ceilings == Ceilings::derated) {
         const ComputePeak* p = device.find_peak(format, unit);
         if (p && !p->measured) peak *= device.efficiency.compute;
-        if (level == Level::dram && !device.level(level).measured) bw *= device.efficiency.dram_bandwidth;
+        if (level == Level::dram && (!device.level(level).measured || device.efficiency.dram_applies_to_measured))
+            bw *= device.efficiency.dram_bandwidth;
     }
     if (std::isinf(intensity)) return peak;
     return std::min(peak, intensity * bw);

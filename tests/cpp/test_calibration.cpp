@@ -291,6 +291,33 @@ TEST_CASE("device_from_profile: the measured device alone") {
                          doctest::Contains("a verified bandwidth measurement at level 'dram'"), InvalidArgument);
 }
 
+TEST_CASE("device_from_profile: a library GEMV next to the STREAM kernels sets the DRAM efficiency of derated times") {
+    const std::string cpu = with(with(kProfile, "\"kind\": \"gpu\", \"sm_count\": 10", "\"kind\": \"cpu\", \"threads\": 4"),
+                                 "\"measurements\": [",
+                                 "\"measurements\": [{\"ceiling\": \"bandwidth\", \"level\": \"dram\", \"kernel\": "
+                                 "\"eigen_gemv_fp32\", \"repetitions\": 5, \"si_unit\": \"B/s\", \"min\": 6e11, "
+                                 "\"median\": 7.2e11, \"max\": 7.5e11, \"verified\": true, \"feeds_model\": false},");
+    const Device d = device_from_profile(parse_profile(cpu, "host.json"));
+    CHECK(d.bandwidth() == doctest::Approx(9e11));  // the ceiling is still the best STREAM kernel (triad)
+    CHECK(d.efficiency.dram_bandwidth == doctest::Approx(0.8));  // 7.2e11 / 9e11
+    CHECK(d.efficiency.dram_applies_to_measured);
+    CHECK(d.efficiency.provenance.source.find("DRAM efficiency 0.800 = eigen_gemv_fp32 720 GB/s over the DRAM ceiling 900 GB/s (triad)") == 0);
+    OpCost mem;
+    mem.add_level(Level::dram, 1e9, 0);
+    CHECK(evaluate(mem, d).seconds == doctest::Approx(1e9 / 7.2e11));  // derated: the GEMV's bandwidth
+    CHECK(evaluate(mem, d, Ceilings::ideal).seconds == doctest::Approx(1e9 / 9e11));
+    CHECK(attainable_flops(d, 1.0, DType::fp16, Level::dram, Unit::matrix, Ceilings::derated) == doctest::Approx(7.2e11));
+    // The flag survives the device JSON round trip; a device without it reads as false.
+    const Device e = parse_device(d.to_json(), "roundtrip");
+    CHECK(e.efficiency.dram_applies_to_measured);
+    CHECK(e.to_json() == d.to_json());
+    CHECK_FALSE(parse_device(kDevice).efficiency.dram_applies_to_measured);
+    // An unverified GEMV is ignored; without one nothing is derated.
+    const Device f = device_from_profile(parse_profile(with(cpu, "\"max\": 7.5e11, \"verified\": true", "\"max\": 7.5e11, \"verified\": false"), "host.json"));
+    CHECK(f.efficiency.dram_bandwidth == 1.0);
+    CHECK_FALSE(f.efficiency.dram_applies_to_measured);
+}
+
 TEST_CASE("fit_roofline recovers bandwidth, peak and overhead from synthetic sweeps") {
     const double bw = 1.2e10, peak = 2.5e11, t0 = 2e-5;
     const RooflineFit f = fit_roofline(synthetic(bw, peak, t0, 0.0, 1));

@@ -203,6 +203,24 @@ Profile calibrate_cpu(const CpuCalibrationOptions& o) {
         say(o, k.kernel + " " + std::to_string(n) + "^3: " + si(m.median, "FLOP/s") + (k.verified ? "" : "  NOT VERIFIED"));
     }
 
+    // 5b. An Eigen GEMV (fp32) over a matrix as large as one DRAM array: the bandwidth a library's streaming kernel
+    // reaches. It does not set the DRAM ceiling (the best STREAM kernel does); device_from_profile takes its ratio to
+    // that ceiling as the host's DRAM efficiency for derated times.
+    {
+        const long long cols = quick ? 1024 : 8192;
+        const long long rows = std::max<long long>(64, static_cast<long long>(static_cast<double>(dram_elements) * 8.0 * nt / 4.0 / static_cast<double>(cols)));
+        const KernelRun k = run_gemv(team, DType::fp32, rows, cols, reps, warmup);
+        CeilingMeasurement m = measurement(k, Ceiling::bandwidth, nt, warmup, k.bytes_per_run);
+        m.level = Level::dram;
+        m.cache = "DRAM";
+        m.feeds_model = false;
+        m.sizes = {{"n", static_cast<double>(rows)}, {"k", static_cast<double>(cols)}, {"bytes_per_run", k.bytes_per_run}};
+        m.notes += "; the DRAM efficiency of derated times (this bandwidth over the DRAM ceiling), not a ceiling";
+        p.measurements.push_back(m);
+        say(o, k.kernel + " " + std::to_string(rows) + "x" + std::to_string(cols) + ": " + si(m.median, "B/s") +
+                   (k.verified ? "" : "  NOT VERIFIED"));
+    }
+
     // 6. Intensity sweep: x read, k FMAs, y written; arrays of about the LLC each (2x the LLC in all).
     {
         const double sweep_bytes = quick ? 8 * kMiB : std::min(llc_total, array_bytes);

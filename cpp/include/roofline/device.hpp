@@ -59,6 +59,10 @@ struct Interconnect {
 /// Achievable fractions of the datasheet ceilings and the fixed cost per kernel launch.
 struct Efficiency {
     double dram_bandwidth = 1.0;    ///< fraction of DRAM bandwidth a streaming kernel reaches
+    /// The fraction was itself measured against the measured DRAM ceiling (a CPU profile's Eigen GEMV over its
+    /// read bandwidth), so derated evaluation applies it to a measured DRAM level too; otherwise a measured level
+    /// is taken as already achievable and not derated.
+    bool dram_applies_to_measured = false;
     double compute = 1.0;           ///< fraction of the peak a large GEMM reaches
     double launch_overhead_s = 0;   ///< per kernel launch / dispatch
     Provenance provenance;
