@@ -190,9 +190,10 @@ Profile calibrate_cpu(const CpuCalibrationOptions& o) {
                    si(m.median, "B/s") + (k.verified ? "" : "  NOT VERIFIED"));
     }
 
-    // 5. Eigen GEMM fp32 and fp64.
+    // 5. Eigen GEMM fp32 and fp64, large enough to reach the rate of large GEMMs (Eigen's blocking overhead still
+    // shows at 1536^3 fp64: 63-76 GFLOP/s there vs 83 at 5120^3 on the build VM). About 0.3-0.5 s per run.
     for (DType dt : {DType::fp32, DType::fp64}) {
-        const long long n = quick ? 256 : (dt == DType::fp32 ? 2048 : 1536);
+        const long long n = quick ? 256 : (dt == DType::fp32 ? 3072 : 2560);
         const KernelRun k = run_gemm(team, dt, n, n, n, quick ? 3 : 7, 1);
         CeilingMeasurement m = measurement(k, Ceiling::gemm_flops, nt, 1, k.flops_per_run);
         m.dtype = dt;

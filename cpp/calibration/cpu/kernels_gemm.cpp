@@ -42,11 +42,7 @@ template <class T>
 KernelRun gemm_t(ThreadTeam& team, const char* name, Eigen::Index m, Eigen::Index n, Eigen::Index k, int repetitions,
                  int warmup) {
     const int nt = team.size();
-    // In calibration Buffers (2 MiB-aligned, transparent huge pages requested), as the bandwidth kernels' arrays are:
-    // the products run on the same kind of memory the ceilings were measured on.
-    const detail::Buffer a_buf(sizeof(T) * static_cast<std::size_t>(m * k)), b_buf(sizeof(T) * static_cast<std::size_t>(k * n)),
-        c_buf(sizeof(T) * static_cast<std::size_t>(m * n));
-    Eigen::Map<Mat<T>> A(a_buf.as<T>(), m, k), B(b_buf.as<T>(), k, n), C(c_buf.as<T>(), m, n);
+    Mat<T> A(m, k), B(k, n), C(m, n);
     // First touch of B and C by the thread that owns those columns.
     team.run([&](int t) {
         const auto [c0, nc] = block_of(n, t, nt);
@@ -87,10 +83,8 @@ KernelRun gemm_t(ThreadTeam& team, const char* name, Eigen::Index m, Eigen::Inde
 template <class T>
 KernelRun gemv_t(ThreadTeam& team, const char* name, Eigen::Index n, Eigen::Index k, int repetitions, int warmup) {
     const int nt = team.size();
-    const detail::Buffer w_buf(sizeof(T) * static_cast<std::size_t>(n * k)), x_buf(sizeof(T) * static_cast<std::size_t>(k)),
-        y_buf(sizeof(T) * static_cast<std::size_t>(n));  // as in gemm_t: huge-page-backed, like the bandwidth kernels'
-    Eigen::Map<RowMat<T>> W(w_buf.as<T>(), n, k);
-    Eigen::Map<Vec<T>> x(x_buf.as<T>(), k), y(y_buf.as<T>(), n);
+    RowMat<T> W(n, k);
+    Vec<T> x(k), y(n);
     fill(x.data(), k, 77);
     team.run([&](int t) {
         const auto [r0, nr] = block_of(n, t, nt);
