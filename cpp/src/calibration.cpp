@@ -321,10 +321,8 @@ std::optional<Unit> opt_unit(JsonObject& o, const std::string& key) {
 
 ProfileDevice read_device(JsonObject o) {
     ProfileDevice d;
-    d.name = o.string("name");
-    if (d.name.empty()) o.fail("name", "must not be empty");
-    d.vendor = o.string("vendor");
-    if (d.vendor.empty()) o.fail("vendor", "must not be empty");
+    d.name = o.nonempty_string("name");
+    d.vendor = o.nonempty_string("vendor");
     d.kind = o.choice("kind", {"cpu", "gpu"});
     d.host = o.opt_string("host");
     d.os = o.opt_string("os");
@@ -344,8 +342,7 @@ ProfileDevice read_device(JsonObject o) {
     for (std::size_t i = 0; i < caches.size(); ++i) {
         JsonObject c(caches[i], o.field("caches") + "[" + std::to_string(i) + "]", o.origin());
         CacheInfo ci;
-        ci.name = c.string("name");
-        if (ci.name.empty()) c.fail("name", "must not be empty");
+        ci.name = c.nonempty_string("name");
         ci.size_bytes = c.number("size_bytes", 0, 1e15, true);
         ci.instances = static_cast<int>(c.integer("instances", 1, 1 << 24));
         ci.shared_by_threads = static_cast<int>(c.opt_integer("shared_by_threads", 1, 1 << 24).value_or(0));
@@ -402,8 +399,7 @@ CeilingMeasurement read_measurement(JsonObject o) {
         if (unit) o.fail("unit", "is only allowed for peak_flops and gemm_flops, this one is " + ceiling);
     }
     m.cache = o.opt_string("cache");
-    m.kernel = o.string("kernel");
-    if (m.kernel.empty()) o.fail("kernel", "must not be empty");
+    m.kernel = o.nonempty_string("kernel");
     const auto& sizes = o.raw("sizes");
     if (!sizes.is_null()) {
         if (!sizes.is_object()) o.fail("sizes", "must be a JSON object of named numbers, got " + sizes.dump());
@@ -446,10 +442,8 @@ CeilingMeasurement read_measurement(JsonObject o) {
 
 ProfileFit read_fit(JsonObject o) {
     ProfileFit f;
-    f.name = o.string("name");
-    if (f.name.empty()) o.fail("name", "must not be empty");
-    f.kernel = o.string("kernel");
-    if (f.kernel.empty()) o.fail("kernel", "must not be empty");
+    f.name = o.nonempty_string("name");
+    f.kernel = o.nonempty_string("kernel");
     f.dtype = opt_dtype(o, "dtype");
     f.unit = opt_unit(o, "unit");
     f.level = opt_level(o, "level");
@@ -495,10 +489,8 @@ Profile parse_profile(std::string_view json_text, std::string_view origin) {
         o.fail("date", "must be ISO 8601 UTC like 2025-06-01T12:00:00Z, got '" + p.date + "'");
     {
         auto t = o.object("tool");
-        p.tool_name = t.string("name");
-        if (p.tool_name.empty()) t.fail("name", "must not be empty");
-        p.tool_version = t.string("version");
-        if (p.tool_version.empty()) t.fail("version", "must not be empty");
+        p.tool_name = t.nonempty_string("name");
+        p.tool_version = t.nonempty_string("version");
         p.tool_options = t.opt_string("options");
         t.finish();
     }

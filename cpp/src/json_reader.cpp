@@ -114,6 +114,12 @@ std::string JsonObject::string(const std::string& key) {
     return v.get<std::string>();
 }
 
+std::string JsonObject::nonempty_string(const std::string& key) {
+    std::string s = string(key);
+    if (s.empty()) fail(key, "must not be empty");
+    return s;
+}
+
 std::string JsonObject::opt_string(const std::string& key, std::string fallback) {
     const auto& v = get(key, false);
     if (v.is_null()) return fallback;

@@ -26,6 +26,8 @@ public:
     long long integer(const std::string& key, long long lo, long long hi);
     std::optional<long long> opt_integer(const std::string& key, long long lo, long long hi);
     std::string string(const std::string& key);
+    /// A string that must not be empty ("must not be empty" names the field otherwise).
+    std::string nonempty_string(const std::string& key);
     std::string opt_string(const std::string& key, std::string fallback = "");
     bool opt_bool(const std::string& key, bool fallback);
     /// One of `allowed` (exact match).
