@@ -204,28 +204,15 @@ Parts parts_of(const Context& c, const PhaseOp& op, Ceilings ceilings) {
 constexpr std::size_t kMat = 0, kOther = 1, kMem = 2, kOvh = 5, kIdeal = 6, kFlops = 12, kBytes = 13;
 constexpr std::size_t kOffsets[2] = {0, kIdeal};
 
-OpTimes times_of(const OpCost& op, const Device& device) {
+// An op's times at both ceilings. `split`: matrix-unit compute in kMat and the rest in kOther, for ops whose matrix
+// work a utilization divides; otherwise all compute in kOther (the ops no utilization divides).
+OpTimes times_of(const OpCost& op, const Device& device, bool split = true) {
     OpTimes t;
     for (std::size_t k = 0; k < 2; ++k) {
         const std::size_t o = kOffsets[k];
         const Timing r = evaluate(op, device, k == 0 ? Ceilings::derated : Ceilings::ideal);
-        t.v[o + kMat] = r.compute_seconds_by_unit[static_cast<std::size_t>(Unit::matrix)];
-        t.v[o + kOther] = r.compute_seconds_by_unit[static_cast<std::size_t>(Unit::vector)];
-        for (std::size_t i = 0; i < kNumLevels; ++i) t.v[o + kMem + i] = r.memory_seconds[i];
-        t.v[o + kOvh] = r.overhead_seconds;
-    }
-    t.v[kFlops] = op.flops();
-    t.v[kBytes] = op.bytes();
-    return t;
-}
-
-// times_of without the matrix / other split, for ops no utilization divides (two evaluations, no copies).
-OpTimes times_total_of(const OpCost& op, const Device& device) {
-    OpTimes t;
-    for (std::size_t k = 0; k < 2; ++k) {
-        const std::size_t o = kOffsets[k];
-        const Timing r = evaluate(op, device, k == 0 ? Ceilings::derated : Ceilings::ideal);
-        t.v[o + kOther] = r.compute_seconds;
+        t.v[o + kMat] = split ? r.compute_seconds_by_unit[static_cast<std::size_t>(Unit::matrix)] : 0.0;
+        t.v[o + kOther] = split ? r.compute_seconds_by_unit[static_cast<std::size_t>(Unit::vector)] : r.compute_seconds;
         for (std::size_t i = 0; i < kNumLevels; ++i) t.v[o + kMem + i] = r.memory_seconds[i];
         t.v[o + kOvh] = r.overhead_seconds;
     }
@@ -853,7 +840,7 @@ PhaseSums EstimatePlan::sum_slots(double batch, double tokens, double past, cons
             } else if (attention) {
                 t = scaled_work((*attention)[a], batch);
             } else {
-                t = scaled_work(times_total_of(slot_cost(*s.op, options_, 1, tokens, past), *device_), batch);
+                t = scaled_work(times_of(slot_cost(*s.op, options_, 1, tokens, past), *device_, false), batch);
             }
             ++a;
         } else {
@@ -883,7 +870,7 @@ std::vector<OpTimes> EstimatePlan::prefill_attention(double prompt) const {
     std::vector<OpTimes> out;
     if (prompt <= 1) return out;  // one token: decode attention, affine in the batch
     out.reserve(attention_.size());
-    for (std::size_t i : attention_) out.push_back(times_total_of(slot_cost(*slots_[i].op, options_, 1, prompt, 0), *device_));
+    for (std::size_t i : attention_) out.push_back(times_of(slot_cost(*slots_[i].op, options_, 1, prompt, 0), *device_, false));
     return out;
 }
 

@@ -21,6 +21,19 @@ std::string bound_name(Bound b) {
     return "none";
 }
 
+namespace {
+// Derated ceilings, for evaluate() and attainable_flops() alike. A measured peak is already achievable: the compute
+// efficiency is not applied to it again. A measured DRAM bandwidth is not derated either, unless the DRAM
+// efficiency was itself measured against it (Efficiency::dram_applies_to_measured).
+double compute_efficiency(const Device& device, const ComputePeak& peak) {
+    return peak.measured ? 1.0 : device.efficiency.compute;
+}
+double bandwidth_efficiency(const Device& device, Level level) {
+    const bool derate = level == Level::dram && (!device.level(level).measured || device.efficiency.dram_applies_to_measured);
+    return derate ? device.efficiency.dram_bandwidth : 1.0;
+}
+}  // namespace
+
 Timing evaluate(const OpCost& op, const Device& device, Ceilings ceilings) {
     const bool derated = ceilings == Ceilings::derated;
     Timing t;
@@ -30,9 +43,7 @@ Timing evaluate(const OpCost& op, const Device& device, Ceilings ceilings) {
     for (const auto& term : op.flop_terms) {
         if (term.flops <= 0) continue;
         const ComputePeak& peak = device.execution_peak(term.format, term.unit);
-        // A measured peak is already achievable: the efficiency fraction is not applied to it again.
-        const double compute_eff = peak.measured ? 1.0 : device.efficiency.compute;
-        const double used = derated ? compute_eff * term.utilization : 1.0;
+        const double used = derated ? compute_efficiency(device, peak) * term.utilization : 1.0;
         const double seconds = term.flops / (peak.flops * used);
         t.compute_seconds += seconds;
         t.compute_seconds_by_unit[static_cast<std::size_t>(term.unit)] += seconds;
@@ -48,8 +59,7 @@ Timing evaluate(const OpCost& op, const Device& device, Ceilings ceilings) {
         const MemoryLevel& lv = device.level(level);
         if (bytes <= 0 || !lv.present || !(lv.bandwidth_Bps > 0)) continue;  // Device::has_bandwidth
         double bw = lv.bandwidth_Bps;
-        if (derated && level == Level::dram && (!lv.measured || device.efficiency.dram_applies_to_measured))
-            bw *= device.efficiency.dram_bandwidth;
+        if (derated) bw *= bandwidth_efficiency(device, level);
         t.level_evaluated[i] = true;
         t.memory_seconds[i] = bytes / bw;
         attainable = std::min(attainable, t.flops / bytes * bw);  // OpCost::arithmetic_intensity × bandwidth
@@ -74,10 +84,8 @@ double attainable_flops(const Device& device, double intensity, DType format, Le
     double peak = device.peak_flops(format, unit);
     double bw = device.bandwidth(level);
     if (ceilings == Ceilings::derated) {
-        const ComputePeak* p = device.find_peak(format, unit);
-        if (p && !p->measured) peak *= device.efficiency.compute;
-        if (level == Level::dram && (!device.level(level).measured || device.efficiency.dram_applies_to_measured))
-            bw *= device.efficiency.dram_bandwidth;
+        if (const ComputePeak* p = device.find_peak(format, unit)) peak *= compute_efficiency(device, *p);
+        bw *= bandwidth_efficiency(device, level);
     }
     if (std::isinf(intensity)) return peak;
     return std::min(peak, intensity * bw);
