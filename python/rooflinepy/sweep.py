@@ -182,30 +182,23 @@ def _sweep_points(points: Any, kv_dtype, flash_attention, engine, tensor_paralle
            "flash": [1 if bool(f) else 0 for f in column("flash_attention", flash_attention)],
            "tp": column("tensor_parallel", tensor_parallel)}
     # distinct values per axis, and each point's index into them
-    models: Dict[Any, int] = {}
-    model_objs = []
-    model_codes = []
-    for m in raw["model"]:
-        mo = _model(m)
-        if mo.id not in models:
-            models[mo.id] = len(model_objs)
-            model_objs.append(mo)
-        model_codes.append(models[mo.id])
-    devices: Dict[str, int] = {}
-    device_objs = []
-    device_codes = []
-    for d in raw["device"]:
-        do = _device(d)
-        if do.id not in devices:
-            devices[do.id] = len(device_objs)
-            device_objs.append(do)
-        device_codes.append(devices[do.id])
-
     def codes(values):
         uniq: Dict[Any, int] = {}
         out = [uniq.setdefault(v, len(uniq)) for v in values]
         return list(uniq), out
 
+    def object_codes(values, resolve):
+        """Models and devices: distinct by id (the first object of each id kept) and each value's index."""
+        objs: Dict[str, Any] = {}
+        ids = []
+        for v in values:
+            o = resolve(v)
+            objs.setdefault(o.id, o)
+            ids.append(o.id)
+        return list(objs.values()), codes(ids)[1]
+
+    model_objs, model_codes = object_codes(raw["model"], _model)
+    device_objs, device_codes = object_codes(raw["device"], _device)
     quants, quant_codes = codes(raw["quant"])
     engines, engine_codes = codes(raw["engine"])
     kvs, kv_codes = codes(raw["kv_dtype"])
