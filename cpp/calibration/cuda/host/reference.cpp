@@ -51,26 +51,28 @@ float sweep_element(float x, int k, float a, float b) {
     return x;
 }
 
-float fma_chain_f32(std::uint64_t seed, std::uint64_t thread, int chains, long long steps, float x, float y) {
-    float sum = 0;
-    std::vector<float> a(static_cast<std::size_t>(chains));
+namespace {
+// `chains` accumulators seeded from `value(seed, thread·chains + j)`, each stepped `steps` times by a = a·x + y in T.
+template <class T>
+T fma_chain(T (*value)(std::uint64_t, std::uint64_t), std::uint64_t seed, std::uint64_t thread, int chains,
+            long long steps, T x, T y) {
+    T sum = 0;
+    std::vector<T> a(static_cast<std::size_t>(chains));
     for (int j = 0; j < chains; ++j)
-        a[static_cast<std::size_t>(j)] = value_f32(seed, thread * static_cast<std::uint64_t>(chains) + static_cast<std::uint64_t>(j));
+        a[static_cast<std::size_t>(j)] = value(seed, thread * static_cast<std::uint64_t>(chains) + static_cast<std::uint64_t>(j));
     for (long long s = 0; s < steps; ++s)
         for (auto& v : a) v = std::fma(v, x, y);
-    for (const float v : a) sum += v;
+    for (const T v : a) sum += v;
     return sum;
+}
+}  // namespace
+
+float fma_chain_f32(std::uint64_t seed, std::uint64_t thread, int chains, long long steps, float x, float y) {
+    return fma_chain<float>(value_f32, seed, thread, chains, steps, x, y);
 }
 
 double fma_chain_f64(std::uint64_t seed, std::uint64_t thread, int chains, long long steps, double x, double y) {
-    double sum = 0;
-    std::vector<double> a(static_cast<std::size_t>(chains));
-    for (int j = 0; j < chains; ++j)
-        a[static_cast<std::size_t>(j)] = value_f64(seed, thread * static_cast<std::uint64_t>(chains) + static_cast<std::uint64_t>(j));
-    for (long long s = 0; s < steps; ++s)
-        for (auto& v : a) v = std::fma(v, x, y);
-    for (const double v : a) sum += v;
-    return sum;
+    return fma_chain<double>(value_f64, seed, thread, chains, steps, x, y);
 }
 
 float fma_chain_f16x2(std::uint64_t seed, std::uint64_t thread, int chains, long long steps, double x, double y) {
