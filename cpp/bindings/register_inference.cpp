@@ -82,6 +82,29 @@ void register_inference(py::module_& m) {
     m.def("supported_model_types", &supported_model_types);
     m.def("quant_names", &quant_names);
     m.def("engine_names", &engine_names);
+    m.def(
+        "engine_info",
+        [](const std::string& name) {
+            const Engine e = engine(name);
+            py::dict d;
+            d["name"] = e.name;
+            d["launch_overhead_scale"] = e.launch_overhead_scale;
+            d["gemv_max_rows"] = e.gemv_max_rows;
+            d["gemm_tile_m"] = e.gemm_tile_m;
+            d["gemm_tile_n"] = e.gemm_tile_n;
+            d["dequant_tile_rows"] = e.dequant_tile_rows;
+            d["dequant_overlapped"] = e.dequant_overlapped;
+            d["fused_qkv"] = e.fused_qkv;
+            d["vocab_parallel"] = e.vocab_parallel;
+            d["all_reduce"] = e.all_reduce == AllReduce::ring ? "ring" : "one-shot";
+            d["collective_latency_s"] = e.collective_latency_s;
+            d["activation"] = e.activation;
+            d["logits_last_token_only"] = e.logits_last_token_only;
+            d["runtime_overhead_bytes"] = e.runtime_overhead_bytes;
+            d["source"] = e.source;
+            return d;
+        },
+        py::arg("name"), "What an engine does to the op list, with its source");
     m.def("kv_cache_bytes",
           [](const Model& mod, double batch, double context, const std::string& kv) {
               return kv_cache_bytes(mod.arch, batch, context, to_lower(kv) == "f16" ? format_of(DType::fp16) : parse_format(kv));

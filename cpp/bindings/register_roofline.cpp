@@ -10,6 +10,7 @@ py::dict timing_to_dict(const Timing& t) {
     d["seconds"] = t.seconds;
     d["bound"] = bound_name(t.bound);
     d["compute_seconds"] = t.compute_seconds;
+    d["serial_seconds"] = t.serial_seconds;
     for (std::size_t i = 0; i < kNumLevels; ++i)
         d[("memory_seconds_" + std::string(level_name(static_cast<Level>(i)))).c_str()] =
             t.level_evaluated[i] ? py::object(py::float_(t.memory_seconds[i])) : py::object(py::none());
@@ -28,6 +29,8 @@ void register_roofline(py::module_& m) {
         .def_property_readonly("bound", [](const Timing& t) { return bound_name(t.bound); },
                                "'compute' | 'memory:dram' | 'memory:l2' | 'memory:sram' | 'overhead' | 'none'")
         .def_readonly("compute_seconds", &Timing::compute_seconds)
+        .def_readonly("serial_seconds", &Timing::serial_seconds,
+                      "the part of compute_seconds not overlapped with memory traffic (derated only)")
         .def_property_readonly("memory_seconds",
                                [](const Timing& t) {
                                    py::dict d;
@@ -55,7 +58,7 @@ void register_roofline(py::module_& m) {
             [](const Timing& t) {
                 return py::make_tuple(t.seconds, static_cast<int>(t.bound), t.compute_seconds, t.memory_seconds,
                                       t.level_evaluated, t.overhead_seconds, t.flops, t.attainable_flops,
-                                      t.achieved_flops, static_cast<int>(t.ceilings));
+                                      t.achieved_flops, static_cast<int>(t.ceilings), t.serial_seconds);
             },
             [](const py::tuple& p) {
                 Timing t;
@@ -72,6 +75,7 @@ void register_roofline(py::module_& m) {
                 t.attainable_flops = p[7].cast<double>();
                 t.achieved_flops = p[8].cast<double>();
                 t.ceilings = static_cast<Ceilings>(ceilings);
+                if (p.size() > 10) t.serial_seconds = p[10].cast<double>();
                 return t;
             }));
 

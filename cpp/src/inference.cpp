@@ -65,6 +65,24 @@ std::vector<Engine> make_engines() {
                    "dependency wait)";
         e.push_back(x);
     }
+    {
+        // cuda-graphs as pytorch-labs/gpt-fast builds the model (model.py, tp.py, quantize.py).
+        Engine x = e.back();
+        x.name = "gpt-fast";
+        x.fused_qkv = true;          // model.py: one wqkv linear per attention
+        x.vocab_parallel = false;    // tp.py shards only the attention and feed-forward linears
+        x.dequant_overlapped = false;
+        x.all_reduce = AllReduce::one_shot;  // README: tensor parallel runs with ENABLE_INTRA_NODE_COMM=1
+        x.source = "pytorch-labs/gpt-fast: torch.compile mode=reduce-overhead (CUDA graphs); model.py projects Q, K, V "
+                   "with one wqkv linear; tp.py shards wqkv/wo/w1/w3/w2 and all-reduces after attention and the "
+                   "feed-forward, leaving the embedding and output head whole on every rank; the README runs tensor "
+                   "parallel with ENABLE_INTRA_NODE_COMM=1 (PyTorch's intra-node all-reduce through direct peer "
+                   "access, not NCCL's ring); quantize.py's int8 (weight.to(bf16) inside the compiled GEMV) and int4 "
+                   "(_weight_int4pack_mm) kernels convert each weight before its multiply-add, so dequantization adds "
+                   "to the loads (the README's achieved bandwidths fall from 1397 GB/s in bf16 to 1069 in int8 and "
+                   "863 in int4 on Llama-2-7B)";
+        e.push_back(x);
+    }
     return e;
 }
 const std::vector<Engine>& engines() {
@@ -121,6 +139,9 @@ PhaseOptions engine_options(const Engine& eng, const std::string& kv_dtype, bool
     o.attention = flash ? ops::AttentionKind::flash : ops::AttentionKind::standard;
     o.logits_last_token_only = eng.logits_last_token_only;
     o.dequant_tile_rows = eng.dequant_tile_rows;
+    o.dequant_overlapped = eng.dequant_overlapped;
+    o.fused_qkv = eng.fused_qkv;
+    o.vocab_parallel = eng.vocab_parallel;
     o.tensor_parallel = tp;
     o.gemv_max_rows = eng.gemv_max_rows;
     o.gemm_tile_m = eng.gemm_tile_m;
@@ -179,29 +200,22 @@ struct Parts {
     }
 };
 
-// A ring all-reduce: 2(N−1) steps, each moving 1/N of the message over the link and paying a step latency.
-Parts all_reduce_parts(double tensor_parallel, double collective_latency_s, double interconnect_Bps, double bytes,
-                       Ceilings ceilings) {
+// An all-reduce of `bytes` per rank over N ranks (Engine::all_reduce), without its kernel's launch: the steps'
+// latency (derated only) and the bytes each rank moves over its links. ring: 2(N−1) steps of bytes/N each;
+// one_shot: 2 steps (signal, wait) and the N−1 peers' partial sums read.
+Parts all_reduce_parts(AllReduce algorithm, double tensor_parallel, double step_latency_s, double interconnect_Bps,
+                       double bytes, Ceilings ceilings) {
     const double n = tensor_parallel;
+    const bool ring = algorithm == AllReduce::ring;
+    const double steps = ring ? 2.0 * (n - 1) : 2.0;
     Parts p;
-    p.overhead = (ceilings == Ceilings::derated ? 2.0 * (n - 1) * collective_latency_s : 0.0);
-    p.memory[0] = 2.0 * (n - 1) / n * bytes / interconnect_Bps;
-    return p;
-}
-
-Parts parts_of(const Context& c, const PhaseOp& op, Ceilings ceilings) {
-    if (op.name == "all_reduce")
-        return all_reduce_parts(c.opt.tensor_parallel, c.eng.collective_latency_s, c.interconnect_Bps, op.collective_bytes, ceilings);
-    const Timing t = evaluate(op.cost, c.device, ceilings);
-    Parts p;
-    p.compute = t.compute_seconds;
-    p.memory = t.memory_seconds;
-    p.overhead = t.overhead_seconds;
+    p.overhead = ceilings == Ceilings::derated ? steps * step_latency_s : 0.0;
+    p.memory[0] = (ring ? 2.0 * (n - 1) / n : n - 1) * bytes / interconnect_Bps;
     return p;
 }
 
 // ---- op times (see OpTimes)
-constexpr std::size_t kMat = 0, kOther = 1, kMem = 2, kOvh = 5, kIdeal = 6, kFlops = 12, kBytes = 13;
+constexpr std::size_t kMat = 0, kOther = 1, kSer = 2, kMem = 3, kOvh = 6, kIdeal = 7, kFlops = 14, kBytes = 15;
 constexpr std::size_t kOffsets[2] = {0, kIdeal};
 
 // An op's times at both ceilings. `split`: matrix-unit compute in kMat and the rest in kOther, for ops whose matrix
@@ -212,7 +226,8 @@ OpTimes times_of(const OpCost& op, const Device& device, bool split = true) {
         const std::size_t o = kOffsets[k];
         const Timing r = evaluate(op, device, k == 0 ? Ceilings::derated : Ceilings::ideal);
         t.v[o + kMat] = split ? r.compute_seconds_by_unit[static_cast<std::size_t>(Unit::matrix)] : 0.0;
-        t.v[o + kOther] = split ? r.compute_seconds_by_unit[static_cast<std::size_t>(Unit::vector)] : r.compute_seconds;
+        t.v[o + kOther] = split ? r.compute_seconds_by_unit[static_cast<std::size_t>(Unit::vector)] : r.compute_seconds - r.serial_seconds;
+        t.v[o + kSer] = r.serial_seconds;
         for (std::size_t i = 0; i < kNumLevels; ++i) t.v[o + kMem + i] = r.memory_seconds[i];
         t.v[o + kOvh] = r.overhead_seconds;
     }
@@ -237,7 +252,7 @@ inline OpTimes scaled_work(OpTimes t, double factor) {
     return t;
 }
 
-// Ideal compute − DRAM seconds: > 0 where an op is compute-bound against DRAM.
+// Ideal compute − DRAM seconds: > 0 where an op is compute-bound against DRAM (no serial part when ideal).
 inline double ideal_balance(const OpTimes& t) { return t.v[kIdeal + kMat] + t.v[kIdeal + kOther] - t.v[kIdeal + kMem]; }
 
 PhaseBound bound_code(double compute, const double* memory, double overhead) {
@@ -252,17 +267,18 @@ PhaseBound bound_code(double compute, const double* memory, double overhead) {
     return b;
 }
 
-// One op's derated time, ideal time and derated compute time; matrix compute ÷ `util` when derated.
+// One op's derated time, ideal time and derated compute time (its serial part included); matrix compute ÷ `util`
+// when derated.
 struct OpTotal {
     double derated = 0, ideal = 0, compute = 0;
 };
 inline OpTotal op_total(const OpTimes& t, double util) {
     const double* v = t.v.data();
     OpTotal r;
-    r.compute = v[kMat] / util + v[kOther];
-    double m = r.compute;
+    double m = v[kMat] / util + v[kOther];
+    r.compute = m + v[kSer];
     for (std::size_t i = 0; i < kNumLevels; ++i) m = std::max(m, v[kMem + i]);
-    r.derated = m + v[kOvh];
+    r.derated = m + v[kSer] + v[kOvh];
     double mi = v[kIdeal + kMat] + v[kIdeal + kOther];
     for (std::size_t i = 0; i < kNumLevels; ++i) mi = std::max(mi, v[kIdeal + kMem + i]);
     r.ideal = mi + v[kIdeal + kOvh];
@@ -293,7 +309,7 @@ struct Acc {
 };
 
 std::string op_bound(const OpTimes& t, double util, bool collective) {
-    const double compute = t.v[kMat] / util + t.v[kOther];
+    const double compute = t.v[kMat] / util + t.v[kOther] + t.v[kSer];
     const PhaseBound b = bound_code(compute, t.v.data() + kMem, t.v[kOvh]);
     if (collective && (b == PhaseBound::dram || b == PhaseBound::l2 || b == PhaseBound::sram)) return "interconnect";
     return phase_bound_names()[static_cast<std::size_t>(b)];
@@ -462,6 +478,7 @@ struct EstimatePlan::Structure {
     std::string model_id;
     Architecture arch;
     double parameters = 0, weight_bytes = 0;
+    double replicated_bytes = 0;  // weights every tensor-parallel rank holds whole (norms, whole-vocabulary tables)
     std::vector<OpSlot> slots;
     std::vector<std::string> names;        // slot name ids, first appearance order
     std::vector<std::uint32_t> slot_name;  // per slot, its index in names
@@ -485,7 +502,17 @@ std::shared_ptr<const EstimatePlan::Structure> EstimatePlan::structure(const Mod
     s.model_id = model.arch.id;
     s.arch = model.arch;
     s.parameters = model.parameters();
-    for (const auto& t : f) s.weight_bytes += t.bytes;
+    for (std::size_t i = 0; i < f.size(); ++i) {
+        s.weight_bytes += f[i].bytes;
+        const WeightTensor& w = model.tensors[i];
+        const std::string& r = w.role;
+        const bool bias = w.name.size() > 5 && w.name.compare(w.name.size() - 5, 5, ".bias") == 0;
+        const bool norm = r.size() > 5 && r.compare(r.size() - 5, 5, "_norm") == 0;
+        const bool vocab = r == "token_embd" || r == "output";
+        if (norm || r == "position_embd" || (bias && (r == "attn_output" || r == "ffn_down")) ||
+            (vocab && !s.engine.vocab_parallel))
+            s.replicated_bytes += f[i].bytes;
+    }
     s.slots = forward_slots(model, f, s.options);
     for (const OpSlot& op : s.slots) {
         const auto found = std::find(s.names.begin(), s.names.end(), op.name);
@@ -569,6 +596,8 @@ EstimatePlan::EstimatePlan(std::shared_ptr<const Device> engine_device, const st
     structure_ = structure;
     parameters_ = st.parameters;
     weight_bytes_ = st.weight_bytes;
+    const double tp_ranks = config_.tensor_parallel;
+    device_weight_bytes_ = tp_ranks > 1 ? (st.weight_bytes - st.replicated_bytes) / tp_ranks + st.replicated_bytes : st.weight_bytes;
     dram_bandwidth_ = device.bandwidth(Level::dram);
     capacity_ = device.capacity(Level::dram);
 
@@ -597,8 +626,10 @@ EstimatePlan::EstimatePlan(std::shared_ptr<const Device> engine_device, const st
             case SlotKind::all_reduce:
                 for (std::size_t c = 0; c < 2; ++c) {
                     const Ceilings ceil = c == 0 ? Ceilings::derated : Ceilings::ideal;
-                    const Parts parts = all_reduce_parts(tp, engine_->collective_latency_s, interconnect_Bps_, op.bytes_per_row, ceil);
-                    s.base.v[kOffsets[c] + kOvh] = parts.overhead;
+                    const Parts parts = all_reduce_parts(engine_->all_reduce, tp, engine_->collective_latency_s,
+                                                         interconnect_Bps_, op.bytes_per_row, ceil);
+                    // one kernel: its launch, then the steps
+                    s.base.v[kOffsets[c] + kOvh] = parts.overhead + (c == 0 ? device.efficiency.launch_overhead_s : 0.0);
                     s.per_row.v[kOffsets[c] + kMem] = parts.memory[0];
                 }
                 break;
@@ -741,8 +772,8 @@ EstimatePlan::EstimatePlan(std::shared_ptr<const Device> engine_device, const st
                     for (std::size_t i = 1; i < 4; ++i)
                         if (l[i][0] + l[i][1] * probe > l[top][0] + l[top][1] * probe) top = i;
                     const std::size_t o = kOffsets[c];
-                    sum[2 * c] += s->op->count * (l[top][0] + s->base.v[o + kOvh]);
-                    sum[2 * c + 1] += s->op->count * (l[top][1] + s->per_row.v[o + kOvh]);
+                    sum[2 * c] += s->op->count * (l[top][0] + s->base.v[o + kSer] + s->base.v[o + kOvh]);
+                    sum[2 * c + 1] += s->op->count * (l[top][1] + s->per_row.v[o + kSer] + s->per_row.v[o + kOvh]);
                 }
             env.lines.push_back(sum);
         }
@@ -792,9 +823,10 @@ AttentionSum attention_sum(const EstimatePlan::Slot& s, double batch, double c0,
             const double a[4] = {at(o + kMat) + at(o + kOther), at(o + kMem), at(o + kMem + 1), at(o + kMem + 2)};
             const double b[4] = {slope * (per_ctx[o + kMat] + per_ctx[o + kOther]), slope * per_ctx[o + kMem],
                                  slope * per_ctx[o + kMem + 1], slope * per_ctx[o + kMem + 2]};
-            sec[k] = sum_max_affine(a, b, 4, m) + m * at(o + kOvh);
+            const double serial = m * at(o + kSer) + slope * per_ctx[o + kSer] * arith;
+            sec[k] = sum_max_affine(a, b, 4, m) + serial + m * at(o + kOvh);
             if (k == 0) {
-                r.compute += m * a[0] + b[0] * arith;
+                r.compute += m * a[0] + b[0] * arith + serial;
                 for (std::size_t i = 0; i < kNumLevels; ++i) r.memory[i] += m * a[1 + i] + b[1 + i] * arith;
             }
         }
@@ -818,7 +850,7 @@ inline void add_envelope(Acc& acc, const EstimatePlan::Envelope& env, double row
     acc.ideal += l[2] + l[3] * rows;
     const double* b = env.base.v.data();
     const double* r = env.per_row.v.data();
-    acc.compute += b[kMat] + b[kOther] + rows * (r[kMat] + r[kOther]);
+    acc.compute += b[kMat] + b[kOther] + b[kSer] + rows * (r[kMat] + r[kOther] + r[kSer]);
     for (std::size_t j = 0; j < OpTimes::kSize; ++j) acc.sum.v[j] += b[j] + rows * r[j];
 }
 inline bool in_envelope(const OpSlot& op) { return op.kind == SlotKind::rows || op.kind == SlotKind::all_reduce; }
@@ -955,7 +987,7 @@ MemoryUse EstimatePlan::memory(double batch, double prompt, double gen) const {
     const Architecture& a = structure_->arch;
     const double tp = options_.tensor_parallel;
     MemoryUse m;
-    m.weights = weight_bytes_ / tp;
+    m.weights = device_weight_bytes_;
     const double context = prompt + gen;
     double per_token_layers = full_layers_ * context;  // kv_cache_bytes, with the layers grouped by window
     for (const auto& [w, layers] : windows_) per_token_layers += layers * std::min(context, w);
@@ -1032,7 +1064,7 @@ EstimateRow EstimatePlan::assemble(double batch, double prompt, double gen, cons
         r.decode_bound = bound_code(dec.compute, dec.memory.data(), dec.overhead);
         r.decode_intensity = dec.bytes > 0 ? dec.flops / dec.bytes : 0;
     }
-    r.ceiling_decode_weights = weight_bytes_ > 0 ? dram_bandwidth_ / (weight_bytes_ / options_.tensor_parallel) : 0.0;
+    r.ceiling_decode_weights = device_weight_bytes_ > 0 ? dram_bandwidth_ / device_weight_bytes_ : 0.0;
     r.ttft_s = r.prefill_s;
     if (prompt == 0 && gen > 0) r.ttft_s = r.decode_s / gen;
     r.total_s = r.prefill_s + r.decode_s;
@@ -1144,14 +1176,17 @@ Split split_time(const Context& c, const ThroughputMeasurement& m, const Efficie
     auto take = [&](const std::vector<PhaseOp>& ops, double repeats) {
         for (const auto& op : ops) {
             if (op.name == "all_reduce") {
-                const Parts p = parts_of(c, op, Ceilings::derated);
+                const Parts p = all_reduce_parts(c.eng.all_reduce, c.opt.tensor_parallel, c.eng.collective_latency_s,
+                                                 c.interconnect_Bps, op.collective_bytes, Ceilings::derated);
                 s.fixed += repeats * op.count * p.total();
+                s.launches += repeats * op.count;  // its kernel
                 continue;
             }
             const Timing ideal = evaluate(op.cost, c.device, Ceilings::ideal);
-            double util_compute = 0;
+            double util_compute = 0, serial_compute = 0;  // overlapped with memory or not (FlopTerm::overlapped)
             for (const auto& t : op.cost.flop_terms)
-                util_compute += t.flops / (c.device.execution_peak(t.format, t.unit).flops * t.utilization);
+                (t.overlapped ? util_compute : serial_compute) +=
+                    t.flops / (c.device.execution_peak(t.format, t.unit).flops * t.utilization);
             const double mem = ideal.memory_seconds[0];
             const double other = std::max(ideal.memory_seconds[1], ideal.memory_seconds[2]);
             const double t_mem = mem / eff.dram_bandwidth, t_cmp = util_compute / eff.compute;
@@ -1159,6 +1194,7 @@ Split split_time(const Context& c, const ThroughputMeasurement& m, const Efficie
             if (t_cmp >= t_mem && t_cmp >= other) s.compute += repeats * op.count * util_compute;
             else if (t_mem >= other) s.dram += repeats * op.count * mem;
             else s.fixed += repeats * op.count * other;
+            s.compute += repeats * op.count * serial_compute;  // follows whichever ceiling binds
             s.launches += repeats * op.count * op.cost.launches;
         }
     };

@@ -46,7 +46,8 @@ Timing evaluate(const OpCost& op, const Device& device, Ceilings ceilings) {
         const double used = derated ? compute_efficiency(device, peak) * term.utilization : 1.0;
         const double seconds = term.flops / (peak.flops * used);
         t.compute_seconds += seconds;
-        t.compute_seconds_by_unit[static_cast<std::size_t>(term.unit)] += seconds;
+        if (derated && !term.overlapped) t.serial_seconds += seconds;
+        else t.compute_seconds_by_unit[static_cast<std::size_t>(term.unit)] += seconds;
     }
 
     double slowest = t.compute_seconds;
@@ -72,7 +73,10 @@ Timing evaluate(const OpCost& op, const Device& device, Ceilings ceilings) {
 
     if (derated) t.overhead_seconds = op.launches * device.efficiency.launch_overhead_s;
     if (t.overhead_seconds > slowest) t.bound = Bound::overhead;
-    t.seconds = slowest + t.overhead_seconds;
+    // the serial compute does not hide under memory: the overlapped part races the memory levels, then it follows
+    double overlapped = t.compute_seconds - t.serial_seconds;
+    for (std::size_t i = 0; i < kNumLevels; ++i) overlapped = std::max(overlapped, t.memory_seconds[i]);
+    t.seconds = overlapped + t.serial_seconds + t.overhead_seconds;
     t.achieved_flops = t.seconds > 0 ? t.flops / t.seconds : 0.0;
     return t;
 }

@@ -643,14 +643,32 @@ struct SlotBuilder {
         s.c = c;
         return s;
     }
-    // A projection through weight tensor i: x[rows × ne0] · W → [rows × ne1], split over tensor-parallel ranks.
-    OpSlot& linear(std::size_t i, std::string name) {
+    // A projection through weight tensor i: x[rows × ne0] · W → [rows × ne1], its outputs split over the
+    // tensor-parallel ranks unless `split` is false (a matrix every rank holds whole).
+    OpSlot& linear(std::size_t i, std::string name, bool split = true) {
         const WeightTensor& w = m.tensors[i];
         OpSlot& s = add(std::move(name), SlotKind::linear);
         s.format = formats[i].format;
         s.k = w.shape[0];
-        s.n = w.shape[1] / tp();
+        s.n = split ? w.shape[1] / tp() : w.shape[1];
         return s;
+    }
+    // Q, K and V of the current layer as one "attn_qkv" GEMM over their concatenated outputs, where the three
+    // read the same input in the same format (a mix that stores attn_v differently keeps three kernels).
+    void fuse_qkv() {
+        auto find = [&](const char* name) {
+            return std::find_if(layer.begin(), layer.end(),
+                                [&](const OpSlot& s) { return s.kind == SlotKind::linear && s.name == name; });
+        };
+        const auto q = find("attn_q"), k = find("attn_k"), v = find("attn_v");
+        if (q == layer.end() || k == layer.end() || v == layer.end()) return;
+        if (q->k != k->k || q->k != v->k || !same_format(q->format, k->format) || !same_format(q->format, v->format))
+            return;
+        q->name = "attn_qkv";
+        q->n += k->n + v->n;
+        const auto ik = k - layer.begin(), iv = v - layer.begin();
+        layer.erase(layer.begin() + std::max(ik, iv));
+        layer.erase(layer.begin() + std::min(ik, iv));
     }
     void moe(std::size_t i, std::string name) {
         const WeightTensor& w = m.tensors[i];
@@ -782,6 +800,7 @@ std::vector<OpSlot> forward_slots(const Model& model, const std::vector<TensorFo
                 break;
             }
         }
+        if (options.fused_qkv) b.fuse_qkv();
         // A layer identical to one seen before joins the same slots; a new one is merged op by op.
         bool done = false;
         for (auto& [cands, joined] : seen) {
@@ -811,7 +830,7 @@ std::vector<OpSlot> forward_slots(const Model& model, const std::vector<TensorFo
     if (head == model.tensors.size())
         for (std::size_t t = 0; t < model.tensors.size(); ++t)
             if (model.tensors[t].role == "token_embd") head = t;  // tied: the embedding matrix is the head
-    if (head < model.tensors.size()) b.linear(head, "output");
+    if (head < model.tensors.size()) b.linear(head, "output", options.vocab_parallel);
     if (options.logits_last_token_only)
         for (auto& s : b.layer) s.per_sequence = true;
     flush();
@@ -820,14 +839,13 @@ std::vector<OpSlot> forward_slots(const Model& model, const std::vector<TensorFo
 
 OpCost linear_gemm(const OpSlot& s, const PhaseOptions& options, double rows, Unit unit) {
     const Format& act = options.activation;
-    if (unit == Unit::vector)  // mat-vec kernels on vector units: each weight read once for all rows
-        return ops::gemm(rows, s.n, s.k, act, s.format, act, ops::GemmOptions{Unit::vector, 0, 1});
-    return ops::gemm(rows, s.n, s.k, act, s.format, act);
+    // mat-vec kernels on vector units (each weight read once for all rows) or tiled kernels on matrix units
+    return ops::gemm(rows, s.n, s.k, act, s.format, act, ops::GemmOptions{unit, 0, 1, options.dequant_overlapped});
 }
 
-OpCost linear_dequant_pass(const OpSlot& s, const PhaseOptions&) {
+OpCost linear_dequant_pass(const OpSlot& s, const PhaseOptions& options) {
     OpCost op;
-    op.add_flops(Unit::vector, s.format.compute, s.format.dequant_flops_per_element * s.k * s.n);
+    op.add_dequant(s.format, s.k * s.n, options.dequant_overlapped);
     return op;
 }
 
@@ -863,7 +881,7 @@ OpCost slot_cost(const OpSlot& s, const PhaseOptions& options, double batch, dou
             }
             break;
         case SlotKind::moe:
-            op = ops::moe_gemm(rows, s.top_k, s.experts, s.n, s.k, act, s.format, act);
+            op = ops::moe_gemm(rows, s.top_k, s.experts, s.n, s.k, act, s.format, act, options.dequant_overlapped);
             break;
         case SlotKind::attention: {
             const double context = past + tokens;

@@ -12,7 +12,7 @@ from typing import List, Optional, Union
 from . import _core
 from ._core import Device, DeviceDB, OpCost, Timing
 from . import ops
-from .inference import (Estimate, Model, calibrate_from_measurements, engines, estimate, model, models,
+from .inference import (Estimate, Model, calibrate_from_measurements, engine, engines, estimate, model, models,
                         quants)
 
 __version__: str = _core.__version__
@@ -20,7 +20,7 @@ __version__: str = _core.__version__
 __all__ = [
     "__version__", "Device", "DeviceDB", "OpCost", "Timing", "ops",
     "devices", "device", "database", "dtypes", "data_dir", "load_device", "evaluate",
-    "Model", "Estimate", "models", "model", "quants", "engines", "estimate", "calibrate_from_measurements",
+    "Model", "Estimate", "models", "model", "quants", "engine", "engines", "estimate", "calibrate_from_measurements",
 ]
 
 _DB: Optional[DeviceDB] = None

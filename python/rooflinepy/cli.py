@@ -378,7 +378,7 @@ def _add_inference_parsers(sub: "argparse._SubParsersAction") -> None:
     p.add_argument("-b", "--batch", default="1", help="batch sizes, comma-separated")
     p.add_argument("--kv-dtype", default="f16", help="KV cache format: f16, bf16, fp8, q8_0, q4_0 ...")
     p.add_argument("-fa", "--flash-attn", action="store_true", help="flash attention")
-    p.add_argument("--engine", default="llama.cpp", help="llama.cpp, generic or cuda-graphs")
+    p.add_argument("--engine", default="llama.cpp", help="llama.cpp, generic, cuda-graphs or gpt-fast")
     p.add_argument("--tensor-parallel", "-tp", type=int, default=1)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_estimate)

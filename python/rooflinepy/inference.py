@@ -123,7 +123,14 @@ def quants() -> List[str]:
 
 
 def engines() -> List[str]:
+    """Engine names (``engine=`` of estimate and sweep): llama.cpp, generic, cuda-graphs, gpt-fast."""
     return list(_core.engine_names())
+
+
+def engine(name: str) -> dict:
+    """What an engine does to the op list (launch cost scale, kernels for small GEMMs, whether dequantization hides
+    under the loads, fused QKV, how tensor parallel splits the vocabulary and sums partial outputs) and its source."""
+    return dict(_core.engine_info(name))
 
 
 _BREAKDOWN_COLUMNS = ["phase", "op", "count", "flops", "bytes", "intensity", "seconds", "bound"]

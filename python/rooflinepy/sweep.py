@@ -512,7 +512,7 @@ def _add_sweep_parser(sub) -> None:
     p.add_argument("-n", "--n-gen", dest="gen", default="128", help="generated tokens")
     p.add_argument("--kv-dtype", default="f16", help="KV cache formats, comma-separated")
     p.add_argument("-fa", "--flash-attn", choices=["off", "on", "both"], default="off", help="flash attention")
-    p.add_argument("--engine", default="llama.cpp", help="engines, comma-separated: llama.cpp, generic, cuda-graphs")
+    p.add_argument("--engine", default="llama.cpp", help="engines, comma-separated: llama.cpp, generic, cuda-graphs, gpt-fast")
     p.add_argument("-tp", "--tensor-parallel", default="1", help="tensor-parallel degrees")
     p.add_argument("--threads", type=int, default=None, help="worker threads (default: every core)")
     p.add_argument("--skip-invalid", action="store_true",

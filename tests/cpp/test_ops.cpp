@@ -31,7 +31,13 @@ TEST_CASE("gemm keeps activations, weights and output formats apart") {
     CHECK(op.bytes_read[0] == doctest::Approx(4096 * 2 + 4096.0 * 4096 * 0.5));
     CHECK(op.bytes_written[0] == doctest::Approx(4096 * 2));
     CHECK(op.flops(Unit::matrix, DType::fp16) == 2.0 * 4096 * 4096);
-    CHECK(op.flops(Unit::vector, DType::fp16) == 2.0 * 4096 * 4096);
+    // dequantization: 2 per weight on 32-bit lanes, overlapped with the loads unless the kernel says otherwise
+    CHECK(op.flops(Unit::vector, DType::fp32) == 2.0 * 4096 * 4096);
+    CHECK(op.flops(Unit::vector, DType::fp16) == 0);
+    for (const auto& t : op.flop_terms) CHECK(t.overlapped);
+    const OpCost serial = gemm(1, 4096, 4096, format_of(DType::fp16), w4, format_of(DType::fp16),
+                               GemmOptions{Unit::matrix, 0, 1, false});
+    for (const auto& t : serial.flop_terms) CHECK(t.overlapped == (t.unit == Unit::matrix));
 }
 
 TEST_CASE("tiled gemm traffic: compulsory when the tile covers the matrix, more when it does not") {

@@ -112,3 +112,36 @@ TEST_CASE("attainable_flops draws the roof: slope = bandwidth, knee at the ridge
     CHECK_THROWS_AS(attainable_flops(a100, NAN, DType::fp16), InvalidArgument);
     CHECK_THROWS_AS(attainable_flops(a100, 1.0, DType::fp16, Level::l2), NotFound);  // A100: L2 capacity only
 }
+
+TEST_CASE("work not overlapped with memory adds to the derated time; the ideal roofline overlaps it") {
+    const Device& a100 = db().get("a100");
+    const double fp32 = a100.peak_flops(DType::fp32, Unit::vector), eff = a100.efficiency.compute;
+    const double bw = a100.bandwidth(Level::dram) * a100.efficiency.dram_bandwidth;
+    OpCost op;
+    op.add_dram(bw * 1e-3, 0);                                            // 1 ms of DRAM traffic, derated
+    op.add_flops(Unit::vector, DType::fp32, fp32 * eff * 0.5e-3);         // 0.5 ms hidden under it
+    op.add_flops(Unit::vector, DType::fp32, fp32 * eff * 0.2e-3, 1.0, false);  // 0.2 ms after it
+    REQUIRE(op.flop_terms.size() == 2);  // the two kinds of work stay apart
+    const Timing t = evaluate(op, a100);
+    CHECK(t.serial_seconds == doctest::Approx(0.2e-3));
+    CHECK(t.compute_seconds == doctest::Approx(0.7e-3));
+    CHECK(t.compute_seconds_by_unit[static_cast<std::size_t>(Unit::vector)] == doctest::Approx(0.5e-3));
+    CHECK(t.seconds == doctest::Approx(1.2e-3));
+    CHECK(t.bound == Bound::dram);
+    const Timing ideal = evaluate(op, a100, Ceilings::ideal);
+    CHECK(ideal.serial_seconds == 0);
+    CHECK(ideal.seconds == doctest::Approx(a100.efficiency.dram_bandwidth * 1e-3));
+    // more serial work than memory time: the op is compute-bound and the times add
+    OpCost heavy = op;
+    heavy.add_flops(Unit::vector, DType::fp32, fp32 * eff * 1.0e-3, 1.0, false);
+    const Timing h = evaluate(heavy, a100);
+    CHECK(h.seconds == doctest::Approx(1e-3 + 1.2e-3));
+    CHECK(h.bound == Bound::compute);
+    // the dequantization helper: per element, on 32-bit lanes
+    OpCost d;
+    Format q4 = format_of(DType::int4);
+    q4.dequant_flops_per_element = 2;
+    d.add_dequant(q4, 1000, false);
+    CHECK(d.flops(Unit::vector, DType::fp32) == 2000);
+    CHECK_FALSE(d.flop_terms.at(0).overlapped);
+}

@@ -225,7 +225,22 @@ TEST_CASE("speculative decoding and tensor parallel") {
     tp.tensor_parallel = 2;
     const Estimate e2 = estimate(target, d, tp);
     CHECK(e2.decode_tokens_per_s > estimate(target, d, plain).decode_tokens_per_s);
-    CHECK(e2.memory.weights == doctest::Approx(estimate(target, d, plain).memory.weights / 2));
+    // each rank holds half the split weights and the whole of the norms (no split) ...
+    double all = 0, norms = 0, vocab = 0;
+    const auto formats = target.tensor_formats("bf16", format_of(DType::bf16));
+    for (std::size_t i = 0; i < formats.size(); ++i) {
+        const std::string& role = target.tensors[i].role;
+        all += formats[i].bytes;
+        if (role.size() > 5 && role.compare(role.size() - 5, 5, "_norm") == 0) norms += formats[i].bytes;
+        if (role == "token_embd" || role == "output") vocab += formats[i].bytes;
+    }
+    CHECK(norms > 0);
+    CHECK(e2.memory.weights == doctest::Approx((all - norms) / 2 + norms).epsilon(1e-12));
+    CHECK(estimate(target, d, plain).memory.weights == all);
+    // ... and, where the engine keeps the vocabulary whole (gpt-fast's tp.py), the embedding and output head too
+    tp.engine = "gpt-fast";
+    CHECK(estimate(target, d, tp).memory.weights == doctest::Approx((all - norms - vocab) / 2 + norms + vocab).epsilon(1e-12));
+    tp.engine = plain.engine;
     tp.tensor_parallel = 3;
     CHECK_THROWS_WITH_AS(estimate(target, d, tp), doctest::Contains("must divide the heads"), InvalidArgument);
 }
@@ -294,4 +309,66 @@ TEST_CASE("KV-cache bytes read over a generation: the closed form equals the ste
     CHECK(kv_cache_bytes_read(l.arch, 1, 0, 2000, f16) / kv_cache_bytes_read(l.arch, 1, 0, 1000, f16) ==
           doctest::Approx(2.0 * 2001 / 1001));
     CHECK_THROWS_AS(kv_cache_bytes_read(l.arch, 1, -1, 10, f16), InvalidArgument);
+}
+
+TEST_CASE("engine structure: fused QKV, a whole-vocabulary head, the all-reduce algorithm") {
+    const Model m = catalog("llama-2-7b");
+    const Device a100 = DeviceDB::load_directory(ROOFLINE_TEST_HARDWARE_DB).get("a100-sxm-80gb");
+    SUBCASE("gpt-fast projects Q, K and V with one GEMM of the same FLOPs and bytes, two launches fewer") {
+        PhaseOptions sep;
+        sep.activation = kBf16;
+        sep.kv = kBf16;
+        PhaseOptions fused = sep;
+        fused.fused_qkv = true;
+        const auto f = m.tensor_formats("bf16", kBf16);
+        const auto a = forward_ops(m, f, 1, 1, 9, sep), b = forward_ops(m, f, 1, 1, 9, fused);
+        auto total = [](const std::vector<PhaseOp>& ops, const char* what) {
+            double s = 0;
+            for (const auto& op : ops)
+                s += op.count * (std::string(what) == "flops" ? op.cost.flops()
+                                 : std::string(what) == "bytes" ? op.cost.bytes() : op.cost.launches);
+            return s;
+        };
+        CHECK(total(b, "flops") == doctest::Approx(total(a, "flops")).epsilon(1e-12));
+        // the same weights, and the input row read once instead of three times
+        CHECK(total(a, "bytes") - total(b, "bytes") == doctest::Approx(2.0 * m.arch.hidden * 2 * m.arch.n_layer));
+        CHECK(total(a, "launches") - total(b, "launches") == 2.0 * m.arch.n_layer);
+        bool qkv = false, q = false;
+        for (const auto& op : b) {
+            qkv = qkv || op.name == "attn_qkv";
+            q = q || op.name == "attn_q";
+        }
+        CHECK(qkv);
+        CHECK_FALSE(q);
+        // a mix that stores attn_v in another format keeps three kernels
+        const auto mixed = forward_ops(m, m.tensor_formats("Q4_K_M", kBf16), 1, 1, 9, fused);
+        bool kept = false;
+        for (const auto& op : mixed) kept = kept || op.name == "attn_q";
+        CHECK(kept);
+    }
+    SUBCASE("tensor parallel: the output head split by vocabulary, or whole (gpt-fast); ring or one-shot all-reduce") {
+        Workload w;
+        w.quant = "bf16";
+        w.prompt_tokens = 0;
+        w.gen_tokens = 10;
+        w.flash_attention = true;
+        w.tensor_parallel = 8;
+        auto row = [&](const std::string& eng, const std::string& op) {
+            w.engine = eng;
+            for (const auto& r : estimate(m, a100, w).breakdown)
+                if (r.phase == "decode" && r.op == op) return r;
+            FAIL("no decode row " << op);
+            return BreakdownRow{};
+        };
+        const double head = 32000.0 * 4096 * 2;  // bf16 output head
+        CHECK(row("cuda-graphs", "output").bytes / 10 == doctest::Approx(head / 8).epsilon(0.01));
+        CHECK(row("gpt-fast", "output").bytes / 10 == doctest::Approx(head).epsilon(0.01));
+        // one all-reduce of a 4096-wide bf16 row: a kernel launch, then the steps and the bytes over NVLink
+        const double launch = a100.efficiency.launch_overhead_s, step = engine("gpt-fast").collective_latency_s;
+        const double bytes = 4096 * 2, link = a100.interconnect_bandwidth();
+        const BreakdownRow ring = row("cuda-graphs", "all_reduce"), one_shot = row("gpt-fast", "all_reduce");
+        CHECK(ring.count == 10 * 2 * m.arch.n_layer);
+        CHECK(ring.seconds / ring.count == doctest::Approx(launch + 14 * step + 14.0 / 8 * bytes / link));
+        CHECK(one_shot.seconds / one_shot.count == doctest::Approx(launch + 2 * step + 7 * bytes / link));
+    }
 }

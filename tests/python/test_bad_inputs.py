@@ -130,6 +130,8 @@ case("unknown quantization", KeyError, "quantization 'Q4_K_N'", "did you mean", 
     lambda t: rp.estimate("llama-3.2-1b", "Q4_K_N", "a100"))
 case("unknown engine", KeyError, "engine 'llama-cpp'", "did you mean 'llama.cpp'?", "generic, cuda-graphs")(
     lambda t: rp.estimate("llama-3.2-1b", "Q4_K_M", "a100", engine="llama-cpp"))
+case("unknown engine, asked by name", KeyError, "engine 'gptfast'", "did you mean 'gpt-fast'?", "cuda-graphs, gpt-fast")(
+    lambda t: rp.engine("gptfast"))
 case("unknown KV cache format", KeyError, "KV cache format 'q8'", "did you mean 'q8_0'?", "f16, bf16")(
     lambda t: rp.estimate("llama-3.2-1b", "Q4_K_M", "a100", kv_dtype="q8"))
 case("estimate batch 0", ValueError, "batch", ">= 1", "0")(

@@ -138,3 +138,18 @@ def test_cli_models_and_validate():
     assert "qwen3-30b-a3b" in out
     out = subprocess.run([sys.executable, "-m", "rooflinepy", "validate"], capture_output=True, text=True, check=True).stdout
     assert "MAPE" in out and "pure roofline" in out and "seed_m4_pro" in out
+
+
+def test_engines_say_what_they_do_and_where_that_comes_from():
+    assert rp.engines() == ["llama.cpp", "generic", "cuda-graphs", "gpt-fast"]
+    g = rp.engine("gpt-fast")
+    assert (g["fused_qkv"], g["vocab_parallel"], g["dequant_overlapped"], g["all_reduce"]) == (True, False, False, "one-shot")
+    assert "tp.py" in g["source"] and "ENABLE_INTRA_NODE_COMM" in g["source"]
+    assert rp.engine("llama.cpp")["dequant_overlapped"] and rp.engine("cuda-graphs")["all_reduce"] == "ring"
+    # what the properties change: one fused QKV row; quantized decode slower when dequantization is not hidden
+    kw = dict(model="llama-2-7b", device="a100-sxm-80gb", prompt_tokens=0, gen_tokens=16, flash_attention=True)
+    ops = set(rp.estimate(quant="bf16", engine="gpt-fast", **kw).breakdown.op)
+    assert "attn_qkv" in ops and "attn_q" not in ops
+    hidden = rp.estimate(quant="int4-g32", engine="cuda-graphs", **kw)
+    serial = rp.estimate(quant="int4-g32", engine="gpt-fast", **kw)
+    assert serial.decode_tokens_per_s < hidden.decode_tokens_per_s

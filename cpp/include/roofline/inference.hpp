@@ -16,6 +16,11 @@
 
 namespace roofline {
 
+/// How an engine sums the tensor-parallel partial outputs. ring: NCCL's ring, 2(N−1) steps each moving 1/N of the
+/// message; one_shot: every rank reads its N−1 peers' partial sums directly over the links (peer-to-peer access),
+/// one signal and one wait whatever N.
+enum class AllReduce : std::uint8_t { ring, one_shot };
+
 /// What an inference engine does to the op list: kernel launch cost, which kernels small GEMMs use, how often
 /// quantized weights are dequantized, the format activations travel in, memory it needs besides weights and KV.
 struct Engine {
@@ -27,11 +32,18 @@ struct Engine {
     std::string activation = "fp16";     ///< format of activations between ops
     bool logits_last_token_only = true;  ///< prefill runs the output head for the last token only
     double runtime_overhead_bytes = 0;   ///< compute buffers, CUDA context, ...
-    double collective_latency_s = 0.5e-6; ///< per step of a ring all-reduce (2(N−1) steps; tensor parallel)
+    AllReduce all_reduce = AllReduce::ring;  ///< tensor parallel's all-reduce algorithm (one kernel each)
+    /// per synchronisation step of an all-reduce over the interconnect: NCCL's own tuning model charges 0.47 µs
+    /// per NVLink step of its low-latency ring protocol (nccl src/graph/tuning.cc, hwLat)
+    double collective_latency_s = 0.5e-6;
+    bool dequant_overlapped = true;      ///< quantized weights' dequantization hides under the kernel's loads
+    bool fused_qkv = false;              ///< Q, K and V projections run as one GEMM (when they share a format)
+    bool vocab_parallel = true;          ///< tensor parallel splits the embedding and output head by vocabulary
     std::string source;
 };
 
-/// "llama.cpp", "generic" (eager framework), "cuda-graphs" (a compiled engine replaying CUDA graphs).
+/// "llama.cpp", "generic" (eager framework), "cuda-graphs" (a compiled engine replaying CUDA graphs), "gpt-fast"
+/// (pytorch-labs/gpt-fast: torch.compile with CUDA graphs, as its source builds the model).
 Engine engine(std::string_view name);
 std::vector<std::string> engine_names();
 
@@ -78,7 +90,7 @@ struct Estimate {
     std::string prefill_bound, decode_bound;
 
     // Ceilings: what the datasheet allows.
-    double ceiling_decode_weights = 0;   ///< DRAM bandwidth / weight bytes: tokens/s if decode only read weights
+    double ceiling_decode_weights = 0;   ///< DRAM bandwidth / weight bytes (one device's share under tensor parallel)
     double ceiling_decode = 0;           ///< the pure roofline of the decode steps (datasheet, no overhead), tokens/s
     double ceiling_prefill = 0;          ///< the pure roofline of the prefill, tokens/s
     double decode_intensity = 0;         ///< FLOP per DRAM byte of a decode step at the mean context
@@ -130,11 +142,12 @@ struct PlanConfig {
 };
 
 /// Time components and counts of one op or a sum of ops at both ceilings, split so that costs that grow with rows,
-/// dequantization passes, active experts or context add up without building the op again. v[0..5] derated,
-/// v[6..11] ideal: matrix-unit compute seconds (divided by the utilization of a tiled GEMM when derated), other
-/// compute seconds, DRAM, L2, SRAM seconds, overhead seconds; v[12] FLOPs; v[13] DRAM bytes.
+/// dequantization passes, active experts or context add up without building the op again. v[0..6] derated,
+/// v[7..13] ideal: matrix-unit compute seconds (divided by the utilization of a tiled GEMM when derated), other
+/// compute seconds, serial compute seconds (Timing::serial_seconds, 0 when ideal), DRAM, L2, SRAM seconds,
+/// overhead seconds; v[14] FLOPs; v[15] DRAM bytes.
 struct OpTimes {
-    static constexpr std::size_t kSize = 14;
+    static constexpr std::size_t kSize = 16;
     std::array<double, kSize> v{};
 };
 
@@ -242,6 +255,7 @@ private:
     PhaseOptions options_;
     double interconnect_Bps_ = 0;
     double parameters_ = 0, weight_bytes_ = 0, dram_bandwidth_ = 0, capacity_ = 0;
+    double device_weight_bytes_ = 0;  // what one tensor-parallel rank holds: split weights ÷ ranks + replicated ones
     std::uint32_t groups_ = 0;
     std::vector<Slot> slots_;
     std::vector<std::size_t> attention_;  // slot indices of attention slots

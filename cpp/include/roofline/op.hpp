@@ -18,6 +18,10 @@ struct FlopTerm {
     /// Fraction of the units this work can keep busy (tile and wave quantization of a small GEMM); the derated
     /// roofline divides by it. 1 for the ideal roofline and for ops whose shape fills the device.
     double utilization = 1.0;
+    /// false: work the kernel cannot overlap with its memory traffic (dequantization sitting between a load and
+    /// the multiply-adds that use it, in a kernel that does not pipeline the two): under derated ceilings it adds
+    /// to the op's time instead of hiding under the memory time. The ideal roofline overlaps everything.
+    bool overlapped = true;
 };
 
 /// Counts are doubles: exact for integers below 2^53, and closed-form sums over millions of steps stay exact
@@ -37,7 +41,11 @@ struct OpCost {
     /// FLOP per byte at a level; +inf when the op moves no bytes but does FLOPs, 0 when it does neither.
     double arithmetic_intensity(Level l = Level::dram) const;
 
-    void add_flops(Unit unit, DType format, double flops, double utilization = 1.0);
+    void add_flops(Unit unit, DType format, double flops, double utilization = 1.0, bool overlapped = true);
+    /// Dequantizing `elements` stored elements of `f`: f.dequant_flops_per_element each, counted on vector units
+    /// at the 32-bit lane rate (fp32): unpacking bits, integer-to-float conversion and the scale are 32-bit integer
+    /// and float lane operations, which packed half-precision math does not speed up. `overlapped` as FlopTerm's.
+    void add_dequant(const Format& f, double elements, bool overlapped = true);
     /// Sets the utilization of every term on `unit`.
     void set_utilization(Unit unit, double utilization);
     /// DRAM traffic, also counted at L2 (DRAM reaches the cores through L2).

@@ -19,10 +19,11 @@ enum class Ceilings : std::uint8_t {
 };
 
 struct Timing {
-    double seconds = 0;                          ///< max(compute, each level) + overhead
-    Bound bound = Bound::none;                   ///< which term is largest
+    double seconds = 0;                          ///< max(overlapped compute, each level) + serial + overhead
+    Bound bound = Bound::none;                   ///< which term is largest (compute counts its serial part)
     double compute_seconds = 0;                  ///< Σ over FLOP terms of flops / peak(unit, format)
-    std::array<double, 2> compute_seconds_by_unit{};  ///< the same sum over the terms of each Unit (vector, matrix)
+    std::array<double, 2> compute_seconds_by_unit{};  ///< the overlapped terms' sum per Unit (vector, matrix)
+    double serial_seconds = 0;                   ///< the terms not overlapped with memory (derated only; in compute_seconds)
     std::array<double, kNumLevels> memory_seconds{};  ///< bytes at a level / its bandwidth (0 if not evaluated)
     std::array<bool, kNumLevels> level_evaluated{};   ///< levels with traffic and a known bandwidth
     double overhead_seconds = 0;                 ///< launches × launch overhead (derated only)
@@ -32,7 +33,8 @@ struct Timing {
     Ceilings ceilings = Ceilings::derated;
 };
 
-/// time = max(compute time, time at each memory level with traffic) + launches × launch overhead.
+/// time = max(compute time, time at each memory level with traffic) + launches × launch overhead; under derated
+/// ceilings the compute of terms that are not `overlapped` (FlopTerm) adds to the max instead of entering it.
 /// Compute time sums the FLOP terms, each against Device::execution_peak of its unit and format (matrix falls
 /// back to vector, formats without units widen); a level the device gives no bandwidth for is not a ceiling. Zero FLOPs and zero bytes are valid.
 Timing evaluate(const OpCost& op, const Device& device, Ceilings ceilings = Ceilings::derated);

@@ -114,6 +114,9 @@ struct PhaseOptions {
     double l2_bytes = 0;                       ///< for flash attention's re-reads
     bool logits_last_token_only = true;        ///< prefill computes the output head for the last token only
     double dequant_tile_rows = 0;              ///< > 0: quantized weights are dequantized once per this many rows of M
+    bool dequant_overlapped = true;            ///< false: linear kernels do not hide dequantization under their loads
+    bool fused_qkv = false;                    ///< attn_q, attn_k, attn_v of one format run as one "attn_qkv" GEMM
+    bool vocab_parallel = true;                ///< tensor parallel splits the output head by vocabulary (else replicated)
     int tensor_parallel = 1;                   ///< weights and heads split over this many devices
     double gemv_max_rows = 8;                  ///< GEMMs with at most this many rows run as vector mat-vec kernels
     double gemm_tile_m = 64, gemm_tile_n = 64; ///< output tile of the matrix-unit GEMM kernel

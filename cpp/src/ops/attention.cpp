@@ -116,7 +116,7 @@ OpCost decode_attention(double batch, double heads, double kv_heads, double cont
     op.name = std::string(attention_kind_name(kind)) + "_decode_attention";
     op.add_flops(Unit::matrix, act.compute, batch * heads * 4.0 * context * head_dim);
     op.add_flops(Unit::vector, act.compute, batch * softmax_flops(heads, context));
-    op.add_flops(Unit::vector, kv.compute, cache_elements * kv.dequant_flops_per_element);
+    op.add_dequant(kv, cache_elements);
     double read = cache_elements * kv.bytes_per_element() + batch * heads * head_dim * ea;
     double written = batch * heads * head_dim * ea;
     op.launches = 1;
@@ -137,7 +137,7 @@ OpCost kv_append(double batch, double tokens, double kv_heads, double head_dim, 
     const double n = batch * 2 * tokens * kv_heads * head_dim;
     OpCost op;
     op.name = "kv_append";
-    op.add_flops(Unit::vector, kv.compute, n * kv.dequant_flops_per_element);
+    op.add_dequant(kv, n);
     op.add_dram(n * act.bytes_per_element(), n * kv.bytes_per_element());
     op.launches = 1;
     return op;
@@ -148,7 +148,7 @@ OpCost embedding_lookup(double tokens, double hidden, const Format& table, const
     check_count("embedding_lookup hidden", hidden);
     OpCost op;
     op.name = "embedding_lookup";
-    op.add_flops(Unit::vector, table.compute, tokens * hidden * table.dequant_flops_per_element);
+    op.add_dequant(table, tokens * hidden);
     op.add_dram(tokens * hidden * table.bytes_per_element() + tokens * 4.0, tokens * hidden * out.bytes_per_element());
     op.launches = 1;
     return op;

@@ -27,7 +27,7 @@ OpCost gemm(double m, double n, double k, const Format& a, const Format& b, cons
     OpCost op;
     op.name = "gemm";
     op.add_flops(options.unit, a.compute, options.batch * 2.0 * m * n * k);
-    op.add_flops(Unit::vector, b.compute, options.batch * b.dequant_flops_per_element * k * n);
+    op.add_dequant(b, options.batch * k * n, options.dequant_overlapped);
     op.add_dram(options.batch * (m * k * ea * a_reads + k * n * eb * b_reads), options.batch * m * n * ec);
     op.launches = 1;
     return op;
@@ -51,7 +51,7 @@ double expected_active_experts(double experts, double top_k, double tokens) {
 }
 
 OpCost moe_gemm(double tokens, double top_k, double experts, double n, double k, const Format& a, const Format& b,
-                const Format& c) {
+                const Format& c, bool dequant_overlapped) {
     check_count("moe_gemm n", n);
     check_count("moe_gemm k", k);
     const double active = expected_active_experts(experts, top_k, tokens);
@@ -59,7 +59,7 @@ OpCost moe_gemm(double tokens, double top_k, double experts, double n, double k,
     OpCost op;
     op.name = "moe_gemm";
     op.add_flops(Unit::matrix, a.compute, 2.0 * routed * n * k);
-    op.add_flops(Unit::vector, b.compute, active * b.dequant_flops_per_element * k * n);
+    op.add_dequant(b, active * k * n, dequant_overlapped);
     op.add_dram(routed * k * a.bytes_per_element() + active * k * n * b.bytes_per_element(),
                 routed * n * c.bytes_per_element());
     op.launches = 1;

@@ -57,7 +57,7 @@ OpCost attention(const AttentionShape& shape, const Format& fmt, AttentionKind k
 /// One new query token per sequence attending a KV cache of `context` tokens (including itself).
 /// Per sequence: read K and V of the cache (2·context·kv_heads·d in kv's format; grouped query heads share
 /// them), read q and write o (heads·d each, act's format). FLOPs heads·(4·context·d) + softmax_flops(heads,
-/// context) on matrix units, plus kv.dequant_flops_per_element per cache element read on vector units.
+/// context) on matrix units, plus kv.dequant_flops_per_element per cache element read (OpCost::add_dequant).
 /// standard additionally writes and reads the scores and probabilities (4·heads·context elements of act) in
 /// three launches; flash keeps them on chip in one launch.
 OpCost decode_attention(double batch, double heads, double kv_heads, double context, double head_dim,

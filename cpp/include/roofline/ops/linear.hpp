@@ -10,11 +10,12 @@ struct GemmOptions {
     Unit unit = Unit::matrix;  ///< matrix units (tensor cores); falls back to vector where a device has none
     double tile_bytes = 0;     ///< 0: compulsory traffic; > 0: on-chip capacity for the tiled traffic model
     double batch = 1;          ///< independent products of this shape in one launch (batched GEMM)
+    bool dequant_overlapped = true;  ///< false: the kernel does not hide B's dequantization under its loads
 };
 
 /// C[m×n] = A[m×k] · B[k×n]; A are activations (format a), B weights (format b, may be quantized), C output.
-/// FLOPs: 2·m·n·k (a multiply and an add per MAC) on `unit` in a's compute format, plus
-/// b.dequant_flops_per_element · k·n on vector units (weights dequantized once per call).
+/// FLOPs: 2·m·n·k (a multiply and an add per MAC) on `unit` in a's compute format, plus B's k·n elements
+/// dequantized once per call (OpCost::add_dequant; not overlapped with the loads unless options say so).
 /// DRAM traffic, compulsory (tile_bytes = 0): A and B read once, C written once.
 /// Tiled (tile_bytes = S > 0): T is the largest whole number with T²·(bytes_a + bytes_b) <= S (one T×T tile
 /// of A and one of B on chip); A is read ceil(n/T) times, B ceil(m/T) times, C written once.
@@ -40,7 +41,7 @@ double expected_active_experts(double experts, double top_k, double tokens);
 /// (tokens·top_k·k), its output written (tokens·top_k·n), and the weights of the expected active experts
 /// (expected_active_experts · k·n). One launch.
 OpCost moe_gemm(double tokens, double top_k, double experts, double n, double k, const Format& a, const Format& b,
-                const Format& c);
+                const Format& c, bool dequant_overlapped = true);
 
 /// Fraction of `units` parallel processors a GEMM of m×n output keeps busy when the output is cut into tiles,
 /// one per processor at a time: (m·n) / (tiles padded to whole tiles, and to whole waves of `units`). The row
