@@ -504,14 +504,7 @@ std::shared_ptr<const EstimatePlan::Structure> EstimatePlan::structure(const Mod
     s.parameters = model.parameters();
     for (std::size_t i = 0; i < f.size(); ++i) {
         s.weight_bytes += f[i].bytes;
-        const WeightTensor& w = model.tensors[i];
-        const std::string& r = w.role;
-        const bool bias = w.name.size() > 5 && w.name.compare(w.name.size() - 5, 5, ".bias") == 0;
-        const bool norm = r.size() > 5 && r.compare(r.size() - 5, 5, "_norm") == 0;
-        const bool vocab = r == "token_embd" || r == "output";
-        if (norm || r == "position_embd" || (bias && (r == "attn_output" || r == "ffn_down")) ||
-            (vocab && !s.engine.vocab_parallel))
-            s.replicated_bytes += f[i].bytes;
+        if (replicated_under_tensor_parallel(model.tensors[i], s.options)) s.replicated_bytes += f[i].bytes;
     }
     s.slots = forward_slots(model, f, s.options);
     for (const OpSlot& op : s.slots) {

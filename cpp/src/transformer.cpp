@@ -615,6 +615,9 @@ bool same_slot(const OpSlot& x, const OpSlot& y) {
            x.window == y.window && x.bytes_per_row == y.bytes_per_row && x.name == y.name && same_format(x.format, y.format);
 }
 
+bool is_bias(const WeightTensor& w) { return w.name.size() > 5 && w.name.compare(w.name.size() - 5, 5, ".bias") == 0; }
+bool is_norm_role(const std::string& r) { return r.size() > 5 && r.compare(r.size() - 5, 5, "_norm") == 0; }
+
 // The slots of one forward pass, layer by layer; layers identical to one seen before are merged without a search.
 struct SlotBuilder {
     const Model& m;
@@ -699,6 +702,12 @@ struct SlotBuilder {
 
 }  // namespace
 
+bool replicated_under_tensor_parallel(const WeightTensor& w, const PhaseOptions& options) {
+    const std::string& r = w.role;
+    if (r == "token_embd" || r == "output") return !options.vocab_parallel;
+    return is_norm_role(r) || r == "position_embd" || (is_bias(w) && (r == "attn_output" || r == "ffn_down"));
+}
+
 std::vector<OpSlot> forward_slots(const Model& model, const std::vector<TensorFormat>& formats, const PhaseOptions& options) {
     if (options.tensor_parallel < 1)
         throw InvalidArgument("tensor_parallel must be >= 1, got " + std::to_string(options.tensor_parallel));
@@ -742,10 +751,9 @@ std::vector<OpSlot> forward_slots(const Model& model, const std::vector<TensorFo
             const std::size_t t = order[pos];
             const WeightTensor& w = model.tensors[t];
             const std::string& r = w.role;
-            const bool bias = w.name.size() > 5 && w.name.compare(w.name.size() - 5, 5, ".bias") == 0;
-            if (bias) {
-                if (r.size() > 5 && r.compare(r.size() - 5, 5, "_norm") == 0) continue;  // counted by the layer norm
-                b.rows(r + ".bias", RowsBuilder::elementwise, w.elements() / (r == "attn_output" || r == "ffn_down" ? 1 : tp), 1, 2, 1);
+            if (is_bias(w)) {
+                if (is_norm_role(r)) continue;  // counted by the layer norm
+                b.rows(r + ".bias", RowsBuilder::elementwise, w.elements() / (replicated_under_tensor_parallel(w, options) ? 1 : tp), 1, 2, 1);
                 continue;
             }
             switch (role_kind(r)) {

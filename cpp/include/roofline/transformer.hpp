@@ -130,6 +130,11 @@ struct PhaseOptions {
 std::vector<PhaseOp> forward_ops(const Model& model, const std::vector<TensorFormat>& formats, double batch,
                                  double tokens, double past, const PhaseOptions& options);
 
+/// Whether tensor parallel keeps weight tensor `w` whole on every rank: norms, learned positions, the biases added
+/// after a row-split projection (attn_output, ffn_down), and the embedding and output head unless
+/// options.vocab_parallel. forward_slots splits every other tensor over the ranks.
+bool replicated_under_tensor_parallel(const WeightTensor& w, const PhaseOptions& options);
+
 /// How a slot's cost depends on the point (batch, tokens, past) of a forward pass.
 enum class SlotKind : std::uint8_t {
     rows,        ///< a function of its rows alone: norms, pointwise maps, embedding lookup, KV append, router softmax
