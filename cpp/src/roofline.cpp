@@ -54,6 +54,7 @@ Timing evaluate(const OpCost& op, const Device& device, Ceilings ceilings) {
     t.bound = t.compute_seconds > 0 ? Bound::compute : Bound::none;
     // The roofline at this op's intensities: peak limited by each level's bandwidth × AI at that level.
     double attainable = t.compute_seconds > 0 ? t.flops / t.compute_seconds : std::numeric_limits<double>::infinity();
+    double memory = 0;  // the slowest level
     for (std::size_t i = 0; i < kNumLevels; ++i) {
         const auto level = static_cast<Level>(i);
         const double bytes = op.bytes(level);
@@ -64,6 +65,7 @@ Timing evaluate(const OpCost& op, const Device& device, Ceilings ceilings) {
         t.level_evaluated[i] = true;
         t.memory_seconds[i] = bytes / bw;
         attainable = std::min(attainable, t.flops / bytes * bw);  // OpCost::arithmetic_intensity × bandwidth
+        memory = std::max(memory, t.memory_seconds[i]);
         if (t.memory_seconds[i] > slowest) {
             slowest = t.memory_seconds[i];
             t.bound = static_cast<Bound>(static_cast<int>(Bound::dram) + static_cast<int>(i));
@@ -74,9 +76,7 @@ Timing evaluate(const OpCost& op, const Device& device, Ceilings ceilings) {
     if (derated) t.overhead_seconds = op.launches * device.efficiency.launch_overhead_s;
     if (t.overhead_seconds > slowest) t.bound = Bound::overhead;
     // the serial compute does not hide under memory: the overlapped part races the memory levels, then it follows
-    double overlapped = t.compute_seconds - t.serial_seconds;
-    for (std::size_t i = 0; i < kNumLevels; ++i) overlapped = std::max(overlapped, t.memory_seconds[i]);
-    t.seconds = overlapped + t.serial_seconds + t.overhead_seconds;
+    t.seconds = std::max(t.compute_seconds - t.serial_seconds, memory) + t.serial_seconds + t.overhead_seconds;
     t.achieved_flops = t.seconds > 0 ? t.flops / t.seconds : 0.0;
     return t;
 }
