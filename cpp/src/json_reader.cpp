@@ -1,5 +1,6 @@
 #include "json_reader.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -42,6 +43,21 @@ std::string read_text_file(const std::string& path, std::size_t max_bytes) {
     in.read(text.data(), size);
     if (!in) throw FileError("cannot read '" + path + "'");
     return text;
+}
+
+std::vector<std::string> database_files(const std::string& directory, const std::string& what) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (!fs::is_directory(directory, ec))
+        throw FileError(what + " directory '" + directory + "' does not exist or is not a directory");
+    std::vector<std::string> files;
+    for (const auto& entry : fs::directory_iterator(directory, ec)) {
+        if (!entry.is_regular_file() || entry.path().extension() != ".json") continue;
+        if (entry.path().filename() == "schema.json") continue;
+        files.push_back(entry.path().string());
+    }
+    std::sort(files.begin(), files.end());
+    return files;
 }
 
 JsonObject::JsonObject(const nlohmann::json& j, std::string path, std::string origin)

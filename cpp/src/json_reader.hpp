@@ -15,6 +15,9 @@ namespace roofline::detail {
 
 nlohmann::json parse_json_text(std::string_view text, std::string_view origin);
 std::string read_text_file(const std::string& path, std::size_t max_bytes = std::size_t(64) << 20);
+/// The database files of a folder: every *.json but schema.json, sorted by name. FileError naming `what` (e.g.
+/// "hardware database") when the folder does not exist.
+std::vector<std::string> database_files(const std::string& directory, const std::string& what);
 
 class JsonObject {
 public:

@@ -1,0 +1,385 @@
+#include "roofline/engine.hpp"
+
+#include "json_reader.hpp"
+#include "roofline/data.hpp"
+#include "roofline/errors.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <iterator>
+#include <mutex>
+
+namespace roofline {
+
+using detail::JsonObject;
+
+std::string_view all_reduce_name(AllReduce a) { return a == AllReduce::ring ? "ring" : "one-shot"; }
+
+const std::vector<std::string>& backend_names() {
+    static const std::vector<std::string> names = {"any", "cuda", "rocm", "metal", "vulkan", "cpu"};
+    return names;
+}
+
+bool LinearKernel::handles(const Format& weight) const {
+    const std::string format = to_lower(weight.name);
+    for (const auto& w : weights) {
+        if (w == "*" || w == format) return true;
+        if (w == "float" && weight.dequant_flops_per_element == 0) return true;
+        if (w == "quantized" && weight.dequant_flops_per_element > 0) return true;
+    }
+    return false;
+}
+
+std::vector<LinearKernel> EngineBackend::kernels_for(const Format& weight, std::string_view engine_id) const {
+    std::vector<LinearKernel> out;
+    for (const auto& k : linear_kernels) {
+        if (!k.handles(weight)) continue;
+        if (!out.empty() && k.max_rows <= out.back().max_rows) continue;  // shadowed by an earlier kernel
+        out.push_back(k);
+        if (!(k.max_rows < std::numeric_limits<double>::infinity())) break;
+    }
+    if (out.empty() || out.back().max_rows < std::numeric_limits<double>::infinity())
+        throw InvalidArgument("engine '" + std::string(engine_id) + "' on backend '" + backend +
+                              "' has no linear kernel for weights in " + weight.name +
+                              (out.empty() ? "" : " above " + std::to_string(static_cast<long long>(out.back().max_rows)) + " rows"));
+    return out;
+}
+
+namespace {
+
+Provenance provenance_of(JsonObject& o) {
+    Provenance p;
+    p.source = o.nonempty_string("source");
+    p.uncertain = o.opt_string("uncertain");
+    return p;
+}
+
+// {"value": ..., "source": ..., "uncertain": ...}: the value, its provenance recorded under `key`.
+double number_value(JsonObject& o, const std::string& key, EngineBackend& b, double lo, double hi) {
+    JsonObject p = o.object(key);
+    const double v = p.number("value", lo, hi);
+    b.sources[key] = provenance_of(p);
+    p.finish();
+    return v;
+}
+bool flag_value(JsonObject& o, const std::string& key, EngineBackend& b) {
+    JsonObject p = o.object(key);
+    const auto& v = p.raw("value");
+    if (!v.is_boolean()) p.fail("value", "must be true or false, got " + v.dump());
+    b.sources[key] = provenance_of(p);
+    p.finish();
+    return v.get<bool>();
+}
+std::string text_value(JsonObject& o, const std::string& key, EngineBackend& b, const std::vector<std::string>* allowed) {
+    JsonObject p = o.object(key);
+    const std::string v = allowed ? p.choice("value", *allowed) : p.nonempty_string("value");
+    b.sources[key] = provenance_of(p);
+    p.finish();
+    return v;
+}
+
+LinearKernel parse_kernel(JsonObject& k) {
+    LinearKernel x;
+    x.name = k.nonempty_string("name");
+    x.weights.clear();
+    const auto& w = k.array("weights", true);
+    if (w.empty()) k.fail("weights", "must list at least one weight format ('*' for all)");
+    for (std::size_t i = 0; i < w.size(); ++i) {
+        if (!w[i].is_string()) k.fail("weights", "must hold strings, got " + w[i].dump());
+        const std::string name = to_lower(w[i].get<std::string>());
+        if (name != "*" && name != "float" && name != "quantized") {
+            try {
+                parse_format(name);
+            } catch (const NotFound& e) {
+                k.fail("weights[" + std::to_string(i) + "]", std::string("is not a format: ") + e.what());
+            }
+        }
+        x.weights.push_back(name);
+    }
+    if (auto r = k.opt_number("max_rows", 1, 1e15)) x.max_rows = *r;
+    x.unit = k.choice("unit", {"vector", "matrix"}) == "vector" ? Unit::vector : Unit::matrix;
+    x.compute = to_lower(k.nonempty_string("compute"));
+    if (x.compute != "activation") {
+        try {
+            parse_dtype(x.compute);
+        } catch (const NotFound& e) {
+            k.fail("compute", std::string("must be 'activation' or a number format: ") + e.what());
+        }
+    }
+    if (auto t = k.opt_number("tile_m", 1, 1e6)) x.tile_m = *t;
+    if (auto t = k.opt_number("tile_n", 1, 1e6)) x.tile_n = *t;
+    if (auto d = k.opt_number("dequant_every_rows", 0, 1e9)) x.dequant_every_rows = *d;
+    x.dequant_overlapped = k.opt_bool("dequant_overlapped", true);
+    x.provenance = provenance_of(k);
+    k.finish();
+    return x;
+}
+
+const std::vector<std::string>& backend_keys() {
+    static const std::vector<std::string> keys = {"kernel_fixed_cost_scale", "activation_format", "linear_kernels",
+                                                  "fused_qkv", "logits_last_token_only", "runtime_overhead_GB",
+                                                  "all_reduce", "collective_step_latency_us", "vocab_parallel"};
+    return keys;
+}
+
+// Applies the properties present in `o` (one backend object of a file) onto `b`.
+void apply_backend(EngineBackend& b, JsonObject o, const nlohmann::json& raw) {
+    for (auto it = raw.begin(); it != raw.end(); ++it)  // a typo names the field and the nearest property
+        if (std::find(backend_keys().begin(), backend_keys().end(), it.key()) == backend_keys().end())
+            o.fail(it.key(), "is not a known field; " + unknown_name_message("engine property", it.key(), backend_keys()));
+    if (o.has("kernel_fixed_cost_scale")) b.kernel_fixed_cost_scale = number_value(o, "kernel_fixed_cost_scale", b, 0, 1e3);
+    if (o.has("activation_format")) {
+        static const std::vector<std::string> formats = {"fp32", "fp16", "bf16"};
+        b.activation_format = text_value(o, "activation_format", b, &formats);
+    }
+    if (o.has("linear_kernels")) {
+        JsonObject lk = o.object("linear_kernels");
+        const auto& list = lk.array("value", true);
+        if (list.empty()) lk.fail("value", "must list at least one kernel");
+        b.linear_kernels.clear();
+        for (auto it = b.sources.begin(); it != b.sources.end();)  // a base's kernels are replaced, their sources too
+            it = it->first.rfind("linear_kernels[", 0) == 0 ? b.sources.erase(it) : std::next(it);
+        for (std::size_t i = 0; i < list.size(); ++i) {
+            JsonObject k(list[i], lk.field("value[" + std::to_string(i) + "]"), lk.origin());
+            b.linear_kernels.push_back(parse_kernel(k));
+            b.sources["linear_kernels[" + std::to_string(i) + "]"] = b.linear_kernels.back().provenance;
+        }
+        lk.finish();
+    }
+    if (o.has("fused_qkv")) b.fused_qkv = flag_value(o, "fused_qkv", b);
+    if (o.has("logits_last_token_only")) b.logits_last_token_only = flag_value(o, "logits_last_token_only", b);
+    if (o.has("runtime_overhead_GB")) b.runtime_overhead_bytes = number_value(o, "runtime_overhead_GB", b, 0, 1e4) * 1e9;
+    if (o.has("all_reduce")) {
+        static const std::vector<std::string> algorithms = {"ring", "one-shot"};
+        b.all_reduce = text_value(o, "all_reduce", b, &algorithms) == "ring" ? AllReduce::ring : AllReduce::one_shot;
+    }
+    if (o.has("collective_step_latency_us"))
+        b.collective_step_latency_s = number_value(o, "collective_step_latency_us", b, 0, 1e6) * 1e-6;
+    if (o.has("vocab_parallel")) b.vocab_parallel = flag_value(o, "vocab_parallel", b);
+    o.finish();
+}
+
+}  // namespace
+
+Engine parse_engine(std::string_view json_text, std::string_view origin, const std::vector<Engine>* bases) {
+    const nlohmann::json j = detail::parse_json_text(json_text, origin);
+    JsonObject o(j, "", std::string(origin));
+    Engine e;
+    e.origin = std::string(origin);
+    o.opt_string("$schema");
+    if (o.integer("schema_version", 1, 1) != 1) o.fail("schema_version", "must be 1");
+    e.id = o.nonempty_string("id");
+    if (e.id != to_lower(e.id) || e.id.find_first_of(" \t/\\") != std::string::npos)
+        o.fail("id", "must be lower case without spaces or slashes, got '" + e.id + "'");
+    e.name = o.nonempty_string("name");
+    e.summary = o.nonempty_string("summary");
+    for (const auto& a : o.array("aliases", false)) {
+        if (!a.is_string() || a.get<std::string>().empty()) o.fail("aliases", "must hold non-empty strings, got " + a.dump());
+        e.aliases.push_back(a.get<std::string>());
+    }
+    const Engine* base = nullptr;
+    e.based_on = o.opt_string("based_on");
+    if (!e.based_on.empty()) {
+        if (bases)
+            for (const auto& b : *bases)
+                if (b.id == e.based_on) base = &b;
+        if (!base) o.fail("based_on", "names '" + e.based_on + "', which is not an engine read before this one");
+        e.native_backend = base->native_backend;
+        e.native_backend_provenance = base->native_backend_provenance;
+    }
+    if (auto nb = o.opt_object("native_backend")) {
+        const auto& v = nb->raw("value");
+        if (!v.is_object() || v.empty()) nb->fail("value", "must map device vendors to backends, got " + v.dump());
+        e.native_backend.clear();
+        for (auto it = v.begin(); it != v.end(); ++it) {
+            const std::string be = it->is_string() ? it->get<std::string>() : "";
+            if (std::find(backend_names().begin() + 1, backend_names().end(), be) == backend_names().end())
+                nb->fail("value." + it.key(), "must be one of cuda, rocm, metal, vulkan, cpu, got " + it->dump());
+            e.native_backend[it.key()] = be;
+        }
+        e.native_backend_provenance = provenance_of(*nb);
+        nb->finish();
+    }
+    JsonObject backends = o.object("backends");
+    std::vector<std::string> described;
+    for (const auto& name : backend_names())
+        if (backends.has(name) || (base && std::any_of(base->backends.begin(), base->backends.end(),
+                                                       [&](const EngineBackend& b) { return b.backend == name; })))
+            described.push_back(name);
+    if (described.empty() || described.front() != "any") backends.fail("any", "is required: the properties of every backend");
+    for (const auto& name : backend_names())
+        if (backends.has(name)) backends.raw(name);
+    backends.finish();
+    const nlohmann::json& jb = j.at("backends");
+    for (const auto& name : described) {
+        EngineBackend b = base ? base->backend(name) : EngineBackend{};
+        b.backend = name;
+        if (jb.contains("any")) apply_backend(b, JsonObject(jb.at("any"), "backends.any", e.origin), jb.at("any"));
+        if (name != "any" && jb.contains(name))
+            apply_backend(b, JsonObject(jb.at(name), "backends." + name, e.origin), jb.at(name));
+        if (b.linear_kernels.empty()) backends.fail(name, "needs linear_kernels (here or in 'any')");
+        for (const auto& key : backend_keys())  // every property has a value and its source, here or in a base
+            if (key != "linear_kernels" && !b.sources.count(key))
+                backends.fail(name + "." + key, "is required: every property needs a value and its source (in 'any', "
+                                                "in this backend or in the engine it is based_on)");
+        if (b.linear_kernels.back().max_rows < std::numeric_limits<double>::infinity())
+            backends.fail(name + ".linear_kernels", "must end with a kernel without max_rows (one for any number of rows)");
+        e.backends.push_back(std::move(b));
+    }
+    o.finish();
+    return e;
+}
+
+const EngineBackend& Engine::backend(std::string_view backend_name) const {
+    const std::string n = to_lower(backend_name);
+    if (std::find(backend_names().begin(), backend_names().end(), n) == backend_names().end())
+        throw NotFound(unknown_name_message("backend", backend_name, backend_names()));
+    for (const auto& b : backends)
+        if (b.backend == n) return b;
+    return backends.front();
+}
+
+const EngineBackend& Engine::on(const Device& device) const {
+    if (native_backend.empty()) return backends.front();
+    const auto it = native_backend.find(device.vendor);
+    if (it == native_backend.end()) {
+        std::vector<std::string> vendors;
+        for (const auto& [v, b] : native_backend) vendors.push_back(v);
+        throw InvalidArgument("engine '" + id + "' does not run on " + device.vendor + " devices ('" + device.id +
+                              "'); it runs on: " + join(vendors));
+    }
+    return backend(it->second);
+}
+
+std::string Engine::to_json(int indent) const {
+    nlohmann::ordered_json j;
+    j["schema_version"] = 1;
+    j["id"] = id;
+    j["name"] = name;
+    if (!aliases.empty()) j["aliases"] = aliases;
+    j["summary"] = summary;
+    auto prop = [](const EngineBackend& b, const std::string& key, nlohmann::ordered_json value) {
+        nlohmann::ordered_json p{{"value", std::move(value)}};
+        if (auto it = b.sources.find(key); it != b.sources.end()) {
+            p["source"] = it->second.source;
+            if (!it->second.uncertain.empty()) p["uncertain"] = it->second.uncertain;
+        }
+        return p;
+    };
+    nlohmann::ordered_json bs = nlohmann::ordered_json::object();
+    for (const auto& b : backends) {
+        nlohmann::ordered_json x;
+        x["kernel_fixed_cost_scale"] = prop(b, "kernel_fixed_cost_scale", b.kernel_fixed_cost_scale);
+        x["activation_format"] = prop(b, "activation_format", b.activation_format);
+        nlohmann::ordered_json ks = nlohmann::ordered_json::array();
+        for (const auto& k : b.linear_kernels) {
+            nlohmann::ordered_json kj{{"name", k.name}, {"weights", k.weights}};
+            if (k.max_rows < std::numeric_limits<double>::infinity()) kj["max_rows"] = k.max_rows;
+            kj["unit"] = std::string(unit_name(k.unit));
+            kj["compute"] = k.compute;
+            if (k.unit == Unit::matrix) {
+                kj["tile_m"] = k.tile_m;
+                kj["tile_n"] = k.tile_n;
+            }
+            if (k.dequant_every_rows > 0) kj["dequant_every_rows"] = k.dequant_every_rows;
+            kj["dequant_overlapped"] = k.dequant_overlapped;
+            kj["source"] = k.provenance.source;
+            if (!k.provenance.uncertain.empty()) kj["uncertain"] = k.provenance.uncertain;
+            ks.push_back(kj);
+        }
+        x["linear_kernels"] = {{"value", ks}};
+        x["fused_qkv"] = prop(b, "fused_qkv", b.fused_qkv);
+        x["logits_last_token_only"] = prop(b, "logits_last_token_only", b.logits_last_token_only);
+        x["runtime_overhead_GB"] = prop(b, "runtime_overhead_GB", b.runtime_overhead_bytes / 1e9);
+        x["all_reduce"] = prop(b, "all_reduce", std::string(all_reduce_name(b.all_reduce)));
+        x["collective_step_latency_us"] = prop(b, "collective_step_latency_us", b.collective_step_latency_s * 1e6);
+        x["vocab_parallel"] = prop(b, "vocab_parallel", b.vocab_parallel);
+        bs[b.backend] = x;
+    }
+    j["backends"] = bs;
+    if (!native_backend.empty())
+        j["native_backend"] = {{"value", native_backend}, {"source", native_backend_provenance.source}};
+    return j.dump(indent);
+}
+
+// -------------------------------------------------------------------------------------------------------------
+
+void EngineDB::add(Engine e) {
+    std::vector<std::string> keys{to_lower(e.id)};
+    for (const auto& a : e.aliases) keys.push_back(to_lower(a));
+    for (const auto& k : keys)
+        if (auto it = index_.find(k); it != index_.end())
+            throw InvalidArgument(e.origin + ": id or alias '" + k + "' is already used by engine '" +
+                                  engines_[it->second].id + "' (" + engines_[it->second].origin + ")");
+    for (const auto& k : keys) index_.emplace(k, engines_.size());
+    engines_.push_back(std::move(e));
+}
+
+EngineDB EngineDB::load_directory(const std::string& directory) {
+    namespace fs = std::filesystem;
+    std::vector<std::string> files = detail::database_files(directory, "engine database");
+    // llama.cpp first (the default engine), then in name order; an engine based on another after it
+    std::stable_partition(files.begin(), files.end(),
+                          [](const std::string& f) { return fs::path(f).filename() == "llama.cpp.json"; });
+    std::vector<std::pair<std::string, std::string>> pending;  // path, text
+    for (const auto& f : files) pending.emplace_back(f, detail::read_text_file(f, std::size_t(1) << 20));
+    EngineDB db;
+    while (!pending.empty()) {
+        const std::size_t before = pending.size();
+        for (auto it = pending.begin(); it != pending.end();) {
+            const nlohmann::json j = detail::parse_json_text(it->second, it->first);
+            const std::string base = j.is_object() && j.contains("based_on") && j["based_on"].is_string()
+                                         ? j["based_on"].get<std::string>() : "";
+            const bool ready = base.empty() || std::any_of(db.engines_.begin(), db.engines_.end(),
+                                                           [&](const Engine& e) { return e.id == base; });
+            if (!ready) {
+                ++it;
+                continue;
+            }
+            db.add(parse_engine(it->second, it->first, &db.engines_));
+            it = pending.erase(it);
+        }
+        if (pending.size() == before)  // what is left names a base that is not in the folder (or a cycle)
+            db.add(parse_engine(pending.front().second, pending.front().first, &db.engines_));
+    }
+    return db;
+}
+
+std::string EngineDB::default_directory() { return data_path("engine_db"); }
+
+bool EngineDB::contains(std::string_view id_or_alias) const { return index_.count(to_lower(id_or_alias)) > 0; }
+
+const Engine& EngineDB::get(std::string_view id_or_alias) const {
+    auto it = index_.find(to_lower(id_or_alias));
+    if (it != index_.end()) return engines_[it->second];
+    throw NotFound(unknown_name_message("engine", id_or_alias, ids()));
+}
+
+std::vector<std::string> EngineDB::ids() const {
+    std::vector<std::string> out;
+    for (const auto& e : engines_) out.push_back(e.id);
+    return out;
+}
+
+std::shared_ptr<const EngineDB> default_engines() {
+    static std::mutex mutex;
+    static std::shared_ptr<const EngineDB> db;
+    static std::string loaded_from;
+    const std::string dir = EngineDB::default_directory();
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (!db || loaded_from != dir) {
+        db = std::make_shared<const EngineDB>(EngineDB::load_directory(dir));
+        loaded_from = dir;
+    }
+    return db;
+}
+
+std::shared_ptr<const Engine> engine(std::string_view name) {
+    std::shared_ptr<const EngineDB> db = default_engines();
+    const Engine& e = db->get(name);
+    return std::shared_ptr<const Engine>(db, &e);
+}
+
+std::vector<std::string> engine_names() { return default_engines()->ids(); }
+
+}  // namespace roofline
