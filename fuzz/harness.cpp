@@ -2,13 +2,16 @@
 
 #include "roofline/calibration.hpp"
 #include "roofline/errors.hpp"
+#include "roofline/estimate.hpp"
+#include "roofline/forward.hpp"
 #include "roofline/gguf.hpp"
-#include "roofline/inference.hpp"
+#include "roofline/kv_cache.hpp"
+#include "roofline/model.hpp"
 #include "roofline/ops/attention.hpp"
 #include "roofline/ops/linear.hpp"
 #include "roofline/ops/pointwise.hpp"
 #include "roofline/roofline.hpp"
-#include "roofline/transformer.hpp"
+#include "roofline/weights.hpp"
 
 #include <cmath>
 #include <sstream>
@@ -39,12 +42,16 @@ void finite_nonnegative(const char* what, double x) {
 
 void check_timing(const Timing& t) {
     finite_nonnegative("Timing::seconds", t.seconds);
-    finite_nonnegative("Timing::compute_seconds", t.compute_seconds);
-    for (double s : t.memory_seconds) finite_nonnegative("Timing::memory_seconds", s);
-    finite_nonnegative("Timing::overhead_seconds", t.overhead_seconds);
+    finite_nonnegative("Timing::times.compute_s()", t.times.compute_s());
+    finite_nonnegative("Timing::times.matrix_s", t.times.matrix_s);
+    finite_nonnegative("Timing::times.vector_s", t.times.vector_s);
+    finite_nonnegative("Timing::times.serial_s", t.times.serial_s);
+    for (double s : t.times.memory_s) finite_nonnegative("Timing::times.memory_s", s);
+    finite_nonnegative("Timing::times.overhead_s", t.times.overhead_s);
     finite_nonnegative("Timing::attainable_flops", t.attainable_flops);
     finite_nonnegative("Timing::achieved_flops", t.achieved_flops);
-    if (t.seconds + 1e-300 < t.compute_seconds) violated("Timing::seconds is below its compute time");
+    if (t.seconds + 1e-300 < t.times.compute_s()) violated("Timing::seconds is below its compute time");
+    if (t.seconds != t.times.total()) violated("Timing::seconds is not the timing rule of its CeilingTimes");
 }
 
 void check_op(const OpCost& op) {
@@ -68,8 +75,8 @@ void evaluate_ops(const Device& d) {
     ops.push_back(ops::decode_attention(8, 32, 8, 4096, 128, format_of(DType::fp16), format_of(DType::fp16)));
     if (d.has_level(Level::sram) && d.sram_per_unit_bytes() >= 4 * 128 * 2)
         ops.push_back(ops::attention({1, 32, 2048, 2048, 128, true}, format_of(DType::fp16), ops::AttentionKind::flash,
-                                     false, d.sram_per_unit_bytes(),
-                                     d.has_level(Level::l2) ? d.capacity(Level::l2) : 0.0));
+                                     false, ops::FlashTiles{d.sram_per_unit_bytes(),
+                                                            d.has_level(Level::l2) ? d.capacity(Level::l2) : 0.0}));
     for (const auto& op : ops) {
         check_op(op);
         for (Ceilings c : {Ceilings::ideal, Ceilings::derated}) {
@@ -80,7 +87,7 @@ void evaluate_ops(const Device& d) {
         }
     }
     for (const auto& p : d.compute) {
-        finite_nonnegative("ComputePeak::flops", p.flops);
+        finite_nonnegative("ComputePeak::flops_per_s", p.flops_per_s);
         if (d.has_bandwidth(Level::dram)) finite_nonnegative("ridge point", d.ridge_point(p.format, Level::dram, p.unit));
     }
 }
@@ -92,7 +99,7 @@ void check_model(const Model& m, bool from_gguf) {
     for (const char* q : {"Q4_K_M", "Q8_0", "fp16", "int4-g128", "gguf"}) {
         if (std::string(q) == "gguf" && !from_gguf) continue;
         try {
-            finite_nonnegative("Model::weight_bytes", m.weight_bytes(q, act));
+            finite_nonnegative("weight_bytes", weight_bytes(m, q, act));
         } catch (const InvalidArgument&) {
             // a quantization that does not fit this model's shapes (rows not a multiple of a block, ...)
         }
@@ -102,7 +109,7 @@ void check_model(const Model& m, bool from_gguf) {
 
     std::vector<TensorFormat> formats;
     try {
-        formats = m.tensor_formats(from_gguf ? "gguf" : "fp16", format_of(DType::fp16));
+        formats = tensor_formats(m, from_gguf ? "gguf" : "fp16", format_of(DType::fp16));
     } catch (const InvalidArgument&) {
         return;
     }
@@ -130,18 +137,20 @@ const Device& reference_device() {
                   {"format": "bf16", "unit": "matrix", "peak_TFLOPS": 300, "source": "made up for the fuzz harness"},
                   {"format": "fp32", "unit": "vector", "peak_TFLOPS": 20, "source": "made up for the fuzz harness"}],
       "interconnect": [{"name": "link", "bandwidth_GBps": 300, "source": "made up for the fuzz harness"}],
-      "efficiency": {"dram_bandwidth": 0.8, "compute": 0.7, "launch_overhead_us": 4, "source": "made up for the fuzz harness"}
+      "efficiency": {"dram_bandwidth_fraction": 0.8, "compute_fraction": 0.7, "launch_overhead_us": 4, "source": "made up for the fuzz harness"}
     })", "<fuzz reference device>");
     return d;
 }
 
+// Every number of the field table (ROOFLINE_ESTIMATE_FIELDS); bounds and flags are codes, not numbers.
+void field_finite_nonnegative(const char* name, double x) { finite_nonnegative(name, x); }
+template <class T>
+void field_finite_nonnegative(const char*, const T&) {}
+
 void check_estimate(const Estimate& e) {
-    for (double x : {e.parameters, e.weight_bytes, e.bits_per_weight, e.prefill_s, e.prefill_tokens_per_s, e.ttft_s,
-                     e.decode_s, e.decode_tokens_per_s, e.decode_tokens_per_s_total, e.total_s,
-                     e.ceiling_decode_weights, e.ceiling_decode, e.ceiling_prefill, e.decode_intensity,
-                     e.compute_bound_batch, e.max_batch, e.max_context, e.memory.weights, e.memory.kv_cache,
-                     e.memory.activations, e.memory.total, e.memory.capacity})
-        finite_nonnegative("an Estimate field", x);
+#define ROOFLINE_X(name, type, unit, meaning) field_finite_nonnegative("Estimate::" #name, e.name);
+    ROOFLINE_ESTIMATE_FIELDS(ROOFLINE_X)
+#undef ROOFLINE_X
     for (const auto& r : e.breakdown) {
         finite_nonnegative("BreakdownRow::seconds", r.seconds);
         finite_nonnegative("BreakdownRow::flops", r.flops);
@@ -281,7 +290,7 @@ void profile(const std::uint8_t* data, std::size_t size) {
     }
     for (const auto& now : c.compute)
         if (const ComputePeak* old = base.find_peak(now.format, now.unit);
-            old && old->format == now.format && old->unit == now.unit && now.flops > old->flops &&
+            old && old->format == now.format && old->unit == now.unit && now.flops_per_s > old->flops_per_s &&
             now.provenance.uncertain.empty())
             violated("a calibrated peak above the datasheet's does not say so");
 }

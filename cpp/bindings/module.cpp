@@ -5,13 +5,25 @@ PYBIND11_MODULE(_core, m) {
     m.attr("__version__") = roofline::version();
     register_errors(m);
     register_format(m);
-    register_device(m);
-    register_op(m);
+    register_op(m);         // OpCost, CeilingTimes and Timing before Device, whose methods take and return them
     register_roofline(m);
+    register_device(m);
+    register_roofline_functions(m);
     register_calibration(m);
     register_quant(m);
     register_gguf(m);
-    register_inference(m);
+    register_data(m);
+    register_model(m);
+    register_weights(m);
+    register_kv_cache(m);
+    register_engine(m);
+    register_estimate(m);
+    register_plan(m);
+    register_speculative(m);
+    register_efficiency_fit(m);
+    register_deployment(m);
+    register_figures(m);
+    register_validation(m);
     register_sweep(m);
     register_names(m);
     auto ops = m.def_submodule("ops", "Operator cost builders; each returns an OpCost");

@@ -184,22 +184,11 @@ void register_calibration(py::module_& m) {
         "time_stream",
         [](const std::vector<std::string>& kernels, double array_bytes, int threads, int repetitions, int warmup) {
             std::vector<cpu::Stream> ks;
-            for (const auto& k : kernels) {
-                if (k == "copy") ks.push_back(cpu::Stream::copy);
-                else if (k == "scale") ks.push_back(cpu::Stream::scale);
-                else if (k == "add") ks.push_back(cpu::Stream::add);
-                else if (k == "triad") ks.push_back(cpu::Stream::triad);
-                else if (k == "read") ks.push_back(cpu::Stream::read);
-                else throw InvalidArgument("unknown STREAM kernel '" + k + "'; valid: copy, scale, add, triad, read");
-            }
-            if (!(array_bytes >= 64)) throw InvalidArgument("array_bytes must be >= 64, got " + std::to_string(array_bytes));
+            for (const auto& k : kernels) ks.push_back(cpu::parse_stream(k));
             std::vector<cpu::KernelRun> runs;
             {
                 py::gil_scoped_release release;
-                const cpu::HostInfo h = cpu::host_info();
-                cpu::ThreadTeam team(threads > 0 ? threads : std::max(1, h.physical_cores), h.cpu_order);
-                const auto per_thread = static_cast<std::size_t>(array_bytes / 8.0 / team.size());
-                runs = cpu::run_stream(team, ks, per_thread, repetitions, warmup, 1);
+                runs = cpu::run_stream_bytes(*cpu::host_team(threads), ks, array_bytes, repetitions, warmup);
             }
             py::list out;
             for (const auto& r : runs) out.append(kernel_dict(r));
@@ -215,9 +204,7 @@ void register_calibration(py::module_& m) {
             cpu::KernelRun r;
             {
                 py::gil_scoped_release release;
-                const cpu::HostInfo h = cpu::host_info();
-                cpu::ThreadTeam team(threads > 0 ? threads : std::max(1, h.physical_cores), h.cpu_order);
-                r = cpu::run_fma(team, dt, iterations, repetitions, 2);
+                r = cpu::run_fma(*cpu::host_team(threads), dt, iterations, repetitions, 2);
             }
             return kernel_dict(r);
         },
@@ -260,10 +247,9 @@ void register_calibration(py::module_& m) {
             cpu::KernelRun r;
             {
                 py::gil_scoped_release release;
-                const cpu::HostInfo h = cpu::host_info();
-                cpu::ThreadTeam team(threads > 0 ? threads : std::max(1, h.physical_cores), h.cpu_order);
-                r = op == "gemm" ? cpu::run_gemm(team, dt, m, n, k, repetitions, warmup)
-                                 : cpu::run_gemv(team, dt, n, k, repetitions, warmup);
+                const auto team = cpu::host_team(threads);
+                r = op == "gemm" ? cpu::run_gemm(*team, dt, m, n, k, repetitions, warmup)
+                                 : cpu::run_gemv(*team, dt, n, k, repetitions, warmup);
             }
             return kernel_dict(r);
         },

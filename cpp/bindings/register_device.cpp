@@ -48,6 +48,22 @@ void register_device(py::module_& m) {
             },
             py::arg("dtype"), py::arg("level") = "dram", py::arg("unit") = "matrix",
             "Peak FLOP/s over bandwidth: the arithmetic intensity (FLOP/byte) where an op stops being memory-bound")
+        .def(
+            "peak_unit",
+            [](const Device& d, const std::string& dtype, const std::string& unit) {
+                const ComputePeak* p = d.find_peak(parse_dtype(dtype), parse_unit(unit));
+                if (!p) d.peak_flops(parse_dtype(dtype), parse_unit(unit));  // throws NotFound, listing what it has
+                return std::string(unit_name(p->unit));
+            },
+            py::arg("dtype"), py::arg("unit") = "matrix",
+            "The unit whose peak peak_flops(dtype, unit) returns: 'matrix' falls back to 'vector' where a device has none")
+        .def(
+            "ridge_multiple",
+            [](const Device& d, const OpCost& op, const std::string& dtype, const std::string& level, const std::string& unit) {
+                return ridge_multiple(op, d, parse_dtype(dtype), parse_level(level), parse_unit(unit));
+            },
+            py::arg("op"), py::arg("dtype"), py::arg("level") = "dram", py::arg("unit") = "matrix",
+            "The op's arithmetic intensity as a multiple of this device's ridge point")
         .def_property_readonly("interconnect_bandwidth", &Device::interconnect_bandwidth)
         .def(
             "time",
@@ -65,7 +81,7 @@ void register_device(py::module_& m) {
                     py::dict e = provenance(p.provenance);
                     e["dtype"] = std::string(dtype_name(p.format));
                     e["unit"] = std::string(unit_name(p.unit));
-                    e["flops"] = p.flops;
+                    e["flops_per_s"] = p.flops_per_s;
                     out.append(e);
                 }
                 return out;
@@ -92,9 +108,9 @@ void register_device(py::module_& m) {
         .def_property_readonly("efficiency",
                                [](const Device& d) {
                                    py::dict e = provenance(d.efficiency.provenance);
-                                   e["dram_bandwidth"] = d.efficiency.dram_bandwidth;
+                                   e["dram_bandwidth_fraction"] = d.efficiency.dram_bandwidth_fraction;
                                    e["dram_applies_to_measured"] = d.efficiency.dram_applies_to_measured;
-                                   e["compute"] = d.efficiency.compute;
+                                   e["compute_fraction"] = d.efficiency.compute_fraction;
                                    e["launch_overhead_s"] = d.efficiency.launch_overhead_s;
                                    return e;
                                })

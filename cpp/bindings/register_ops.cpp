@@ -56,28 +56,29 @@ void register_ops(py::module_& m) {
         py::arg("rows"), py::arg("cols"), py::arg("dtype") = "fp16", py::arg("affine") = true);
     m.def(
         "attention",
-        [](double batch, double heads, double seq_q, std::optional<double> seq_kv, double head_dim, const std::string& dtype,
+        [](double batch, double heads, double seq_q, std::optional<double> seq_kv_opt, double head_dim, const std::string& dtype,
            const std::string& kind, bool backward, bool causal, std::optional<double> sram_bytes,
-           std::optional<double> l2_bytes, const Device* device) {
+           std::optional<double> l2_bytes, const Device* device, double kv_heads, const opt_str& kv_dtype) {
             const auto k = ops::parse_attention_kind(kind);
-            double sram = 0, l2 = 0;
+            ops::FlashTiles tiles;  // the device's (ops::flash_tiles), unless given
             if (k == ops::AttentionKind::flash) {
-                if (sram_bytes) sram = *sram_bytes;
-                else if (device) sram = device->sram_per_unit_bytes();
-                else throw InvalidArgument("attention(kind='flash') needs the on-chip SRAM size: pass sram_bytes= or device=");
-                if (l2_bytes) l2 = *l2_bytes;
-                else if (device && device->has_level(Level::l2)) l2 = device->capacity(Level::l2);
+                if (device && !sram_bytes) tiles = ops::flash_tiles(*device);
+                else if (device && device->has_level(Level::l2)) tiles.l2_bytes = device->capacity(Level::l2);
+                if (sram_bytes) tiles.sram_bytes = *sram_bytes;
+                if (l2_bytes) tiles.l2_bytes = *l2_bytes;
             }
-            return ops::attention(ops::AttentionShape{batch, heads, seq_q, seq_kv.value_or(seq_q), head_dim, causal},
-                                  parse_format(dtype), k, backward, sram, l2);
+            const Format act = parse_format(dtype);
+            const Format kv = fmt_or(kv_dtype, act);
+            return ops::attention(ops::AttentionShape{batch, heads, seq_q, seq_kv_opt.value_or(seq_q), head_dim, causal, kv_heads},
+                                  act, k, backward, tiles, &kv);
         },
         py::arg("batch"), py::arg("heads"), py::arg("seq_q"), py::arg("seq_kv") = py::none(), py::arg("head_dim") = 128.0,
         py::arg("dtype") = "fp16", py::kw_only(), py::arg("kind") = "standard", py::arg("backward") = false,
         py::arg("causal") = false, py::arg("sram_bytes") = py::none(), py::arg("l2_bytes") = py::none(),
-        py::arg("device") = py::none(),
+        py::arg("device") = py::none(), py::arg("kv_heads") = 0.0, py::arg("kv_dtype") = py::none(),
         "Attention over seq_q queries and seq_kv keys: kind='standard' materialises scores in DRAM, kind='flash' tiles "
-        "them in SRAM (sram_bytes= or device=; l2_bytes= or the device's L2 absorbs the re-reads that fit); "
-        "backward=True adds the backward pass");
+        "them in SRAM (device=: its SRAM per compute unit and L2, or sram_bytes= / l2_bytes=); kv_heads (0: heads) "
+        "and kv_dtype count K and V once per KV head in their format; backward=True adds the backward pass");
     m.def(
         "decode_attention",
         [](double batch, double heads, std::optional<double> kv_heads, double context, double head_dim,

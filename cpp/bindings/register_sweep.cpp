@@ -2,9 +2,11 @@
 
 #include <pybind11/numpy.h>
 
-#include "roofline/inference.hpp"
+#include "roofline/estimate.hpp"
+#include "roofline/plan.hpp"
 #include "roofline/sweep.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
@@ -22,10 +24,24 @@ py::array column(SweepColumn<T>&& v, const char* dtype = nullptr) {
                      holder->data(), owner);
 }
 
+// A field's value as Python sees it: numbers and flags as they are, a phase's bound by its name.
+template <class T>
+const T& to_py(const T& v) {
+    return v;
+}
+const std::string& to_py(PhaseBound b) { return phase_bound_names()[static_cast<std::size_t>(b)]; }
+
 py::dict table_dict(SweepTable&& t) {
     py::dict d;
     const auto& names = sweep_columns();
     for (std::size_t i = 0; i < names.size(); ++i) d[py::str(names[i])] = column(std::move(t.columns[i]));
+    const auto& codes = sweep_code_columns();
+    for (std::size_t i = 0; i < codes.size(); ++i) {
+        const bool flag = std::any_of(estimate_fields().begin(), estimate_fields().end(), [&](const FieldInfo& f) {
+            return f.name == codes[i] && std::string(f.type) == "bool";
+        });
+        d[py::str(codes[i])] = column(std::move(t.codes[i]), flag ? "bool" : nullptr);
+    }
     d["model"] = column(std::move(t.model));
     d["quant"] = column(std::move(t.quant));
     d["device"] = column(std::move(t.device));
@@ -33,9 +49,6 @@ py::dict table_dict(SweepTable&& t) {
     d["kv_dtype"] = column(std::move(t.kv_dtype));
     d["flash_attention"] = column(std::move(t.flash_attention), "bool");
     d["tensor_parallel"] = column(std::move(t.tensor_parallel));
-    d["fits"] = column(std::move(t.fits), "bool");
-    d["prefill_bound"] = column(std::move(t.prefill_bound));
-    d["decode_bound"] = column(std::move(t.decode_bound));
     if (!t.point.empty() || t.rows == 0) d["point"] = column(std::move(t.point));
     d["skipped"] = t.skipped;
     d["plans"] = t.plans;
@@ -43,21 +56,19 @@ py::dict table_dict(SweepTable&& t) {
     return d;
 }
 
+// One row as a dict: the plan's configuration, then every field of the row.
 py::dict row_dict(const EstimatePlan& plan, const EstimateRow& r) {
     py::dict d;
-    const auto values = sweep_row_values(plan, r);
-    const auto& names = sweep_columns();
     d["model"] = plan.model_id();
     d["quant"] = plan.config().quant;
     d["device"] = plan.device_id();
-    d["engine"] = plan.engine_name();
+    d["engine"] = plan.engine_id();
     d["kv_dtype"] = plan.config().kv_dtype;
     d["flash_attention"] = plan.config().flash_attention;
     d["tensor_parallel"] = plan.config().tensor_parallel;
-    for (std::size_t i = 0; i < names.size(); ++i) d[py::str(names[i])] = values[i];
-    d["fits"] = r.memory.fits;
-    d["prefill_bound"] = phase_bound_names()[static_cast<std::size_t>(r.prefill_bound)];
-    d["decode_bound"] = phase_bound_names()[static_cast<std::size_t>(r.decode_bound)];
+#define ROOFLINE_X(name, type, unit, meaning) d[#name] = to_py(r.name);
+    ROOFLINE_ESTIMATE_FIELDS(ROOFLINE_X)
+#undef ROOFLINE_X
     return d;
 }
 
@@ -99,7 +110,7 @@ SweepAxes axes_of(const std::vector<const Model*>& models, const std::vector<std
 
 void register_sweep(py::module_& m) {
     m.def("sweep_columns", &sweep_columns, "Names of a sweep's numeric columns, in order");
-    m.def("phase_bound_names", &phase_bound_names, "Bound names indexed by a sweep's prefill_bound / decode_bound codes");
+    m.def("sweep_code_columns", &sweep_code_columns, "Names of a sweep's code columns (bounds, flags), in order");
 
     m.def(
         "sweep",

@@ -743,7 +743,7 @@ Device calibrated(const Device& base, const Profile& p) {
             ComputePeak c;
             c.format = dtype;
             c.unit = unit;
-            c.flops = m->median;
+            c.flops_per_s = m->median;
             c.measured = true;
             c.provenance = {src + "; the datasheet lists no " + std::string(dtype_name(dtype)) + "/" +
                                 std::string(unit_name(unit)) + " peak",
@@ -751,9 +751,9 @@ Device calibrated(const Device& base, const Profile& p) {
             d.compute.push_back(c);
             continue;
         }
-        const double old = it->flops;
+        const double old = it->flops_per_s;
         const Provenance old_prov = it->provenance;
-        it->flops = m->median;
+        it->flops_per_s = m->median;
         it->measured = true;
         it->provenance.source = src + "; datasheet " + si(old, "FLOP/s") + " (" + old_prov.source + ")";
         it->provenance.uncertain =
@@ -831,15 +831,15 @@ Device device_from_profile(const Profile& p) {
         ComputePeak c;
         c.format = dtype;
         c.unit = unit;
-        c.flops = m->median;
+        c.flops_per_s = m->median;
         c.measured = true;
         c.provenance = {measured_source(p, *m), ""};
         d.compute.push_back(c);
     }
     if (d.compute.empty())
         throw missing("measurements", "at least one verified peak_flops or gemm_flops measurement that feeds the model");
-    d.efficiency.dram_bandwidth = 1.0;
-    d.efficiency.compute = 1.0;
+    d.efficiency.dram_bandwidth_fraction = 1.0;
+    d.efficiency.compute_fraction = 1.0;
     // A library GEMV measured next to the STREAM kernels (a CPU profile): the fraction of the DRAM ceiling a real
     // matrix kernel reaches, applied to derated times (the ceiling itself stays the best measured bandwidth).
     const CeilingMeasurement* gemv = nullptr;
@@ -849,9 +849,9 @@ Device device_from_profile(const Profile& p) {
             gemv = &m;
     std::string derate = "every ceiling is measured, so none is derated";
     if (gemv) {
-        d.efficiency.dram_bandwidth = std::clamp(gemv->median / dram->median, 1e-3, 1.0);
+        d.efficiency.dram_bandwidth_fraction = std::clamp(gemv->median / dram->median, 1e-3, 1.0);
         d.efficiency.dram_applies_to_measured = true;
-        derate = "DRAM efficiency " + std::to_string(d.efficiency.dram_bandwidth).substr(0, 5) + " = " + gemv->kernel +
+        derate = "DRAM efficiency " + std::to_string(d.efficiency.dram_bandwidth_fraction).substr(0, 5) + " = " + gemv->kernel +
                  " " + si(gemv->median, "B/s") + " over the DRAM ceiling " + si(dram->median, "B/s") + " (" + dram->kernel +
                  "), " + measured_source(p, *gemv) + "; compute not derated (measured)";
     }
@@ -918,7 +918,7 @@ std::vector<ReportRow> calibration_report(const Profile& p, const Device* ds) {
             r.unit = std::string(unit_name(m.unit));
             if (ds)
                 if (const ComputePeak* pk = ds->find_peak(m.dtype, m.unit)) {
-                    r.datasheet = pk->flops;
+                    r.datasheet = pk->flops_per_s;
                     r.source = pk->provenance.source;
                 }
         }
@@ -956,7 +956,7 @@ std::vector<ReportRow> calibration_report(const Profile& p, const Device* ds) {
             if (f.unit) r.unit = std::string(unit_name(*f.unit));
             if (ds && f.dtype)
                 if (const ComputePeak* pk = ds->find_peak(*f.dtype, f.unit.value_or(Unit::vector))) {
-                    r.datasheet = pk->flops;
+                    r.datasheet = pk->flops_per_s;
                     r.source = pk->provenance.source;
                 }
             rows.push_back(r);

@@ -1,5 +1,7 @@
 #include "roofline/device.hpp"
 
+#include "roofline/data.hpp"
+
 #include "json_reader.hpp"
 #include "roofline/errors.hpp"
 
@@ -51,7 +53,7 @@ const ComputePeak* Device::find_peak(DType format, Unit unit) const {
 }
 
 double Device::peak_flops(DType format, Unit unit) const {
-    if (const auto* p = find_peak(format, unit)) return p->flops;
+    if (const auto* p = find_peak(format, unit)) return p->flops_per_s;
     std::vector<std::string> have;
     for (const auto& p : compute) have.push_back(std::string(dtype_name(p.format)) + "/" + std::string(unit_name(p.unit)));
     throw NotFound("device '" + id + "' has no " + std::string(unit_name(unit)) + " peak for '" +
@@ -236,7 +238,7 @@ Device parse_device(std::string_view json_text, std::string_view origin) {
         const std::string fmt = c.choice("format", dtype_names());
         p.format = parse_dtype(fmt);
         p.unit = parse_unit(c.choice("unit", {"vector", "matrix"}));
-        p.flops = c.number("peak_TFLOPS", kMinTFLOPS, 1e6) * 1e12;
+        p.flops_per_s = c.number("peak_TFLOPS", kMinTFLOPS, 1e6) * 1e12;
         p.measured = c.opt_bool("measured", false);
         p.provenance = read_provenance(c);
         c.finish();
@@ -262,9 +264,9 @@ Device parse_device(std::string_view json_text, std::string_view origin) {
     }
     {
         auto e = o.object("efficiency");
-        d.efficiency.dram_bandwidth = e.number("dram_bandwidth", kMinEfficiency, 1);
+        d.efficiency.dram_bandwidth_fraction = e.number("dram_bandwidth_fraction", kMinEfficiency, 1);
         d.efficiency.dram_applies_to_measured = e.opt_bool("dram_applies_to_measured", false);
-        d.efficiency.compute = e.number("compute", kMinEfficiency, 1);
+        d.efficiency.compute_fraction = e.number("compute_fraction", kMinEfficiency, 1);
         d.efficiency.launch_overhead_s = e.number("launch_overhead_us", 0, 1e6) * 1e-6;
         d.efficiency.provenance = read_provenance(e);
         e.finish();
@@ -351,7 +353,7 @@ std::string Device::to_json(int indent) const {
     j["memory"] = mem;
     j["compute"] = nlohmann::ordered_json::array();
     for (const auto& p : compute) {
-        nlohmann::ordered_json c{{"format", dtype_name(p.format)}, {"unit", unit_name(p.unit)}, {"peak_TFLOPS", unscaled(p.flops, 1e12)}};
+        nlohmann::ordered_json c{{"format", dtype_name(p.format)}, {"unit", unit_name(p.unit)}, {"peak_TFLOPS", unscaled(p.flops_per_s, 1e12)}};
         if (p.measured) c["measured"] = true;
         j["compute"].push_back(provenance_json(c, p.provenance));
     }
@@ -361,9 +363,9 @@ std::string Device::to_json(int indent) const {
             j["interconnect"].push_back(provenance_json({{"name", i.name}, {"bandwidth_GBps", unscaled(i.bandwidth_Bps, kGB)}}, i.provenance));
     }
     if (tdp_w > 0) j["power"] = provenance_json({{"tdp_W", tdp_w}}, power_provenance);
-    nlohmann::ordered_json eff = {{"dram_bandwidth", efficiency.dram_bandwidth}};
+    nlohmann::ordered_json eff = {{"dram_bandwidth_fraction", efficiency.dram_bandwidth_fraction}};
     if (efficiency.dram_applies_to_measured) eff["dram_applies_to_measured"] = true;
-    eff["compute"] = efficiency.compute;
+    eff["compute_fraction"] = efficiency.compute_fraction;
     eff["launch_overhead_us"] = unscaled(efficiency.launch_overhead_s, 1e-6);
     j["efficiency"] = provenance_json(eff, efficiency.provenance);
     if (!notes.empty()) j["notes"] = notes;
@@ -387,30 +389,13 @@ void DeviceDB::add(Device d) {
 }
 
 DeviceDB DeviceDB::load_directory(const std::string& directory) {
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    if (!fs::is_directory(directory, ec))
-        throw FileError("hardware database directory '" + directory + "' does not exist or is not a directory");
-    std::vector<std::string> files;
-    for (const auto& entry : fs::directory_iterator(directory, ec)) {
-        if (!entry.is_regular_file() || entry.path().extension() != ".json") continue;
-        if (entry.path().filename() == "schema.json") continue;
-        files.push_back(entry.path().string());
-    }
-    std::sort(files.begin(), files.end());
+    const std::vector<std::string> files = detail::database_files(directory, "hardware database");
     DeviceDB db;
     for (const auto& f : files) db.add(load_device(f));
     return db;
 }
 
-std::string DeviceDB::default_directory() {
-    if (const char* env = std::getenv("ROOFLINE_HARDWARE_DB"); env && *env) return env;
-#ifdef ROOFLINE_SOURCE_HARDWARE_DB
-    return ROOFLINE_SOURCE_HARDWARE_DB;
-#else
-    return "hardware_db";
-#endif
-}
+std::string DeviceDB::default_directory() { return data_path("hardware_db"); }
 
 bool DeviceDB::contains(std::string_view id_or_alias) const { return index_.count(to_lower(id_or_alias)) > 0; }
 

@@ -21,64 +21,120 @@ std::string bound_name(Bound b) {
     return "none";
 }
 
+Bound CeilingTimes::bound(double matrix_utilization) const {
+    double slowest = compute_s(matrix_utilization);
+    Bound b = slowest > 0 ? Bound::compute : Bound::none;
+    for (std::size_t i = 0; i < kNumLevels; ++i)
+        if (memory_s[i] > slowest) {
+            slowest = memory_s[i];
+            b = static_cast<Bound>(static_cast<int>(Bound::dram) + static_cast<int>(i));
+        }
+    if (overhead_s > slowest) b = Bound::overhead;
+    return b;
+}
+
 namespace {
+// Σ_{x=0}^{n-1} max_k (a_k + b_k·x), exactly: split [0, n-1] where the upper envelope changes line. The line
+// highest at both ends is highest throughout (a difference of affine functions is affine): one piece.
+template <std::size_t K>
+double sum_max_affine(const std::array<double, K>& a, const std::array<double, K>& b, double n) {
+    if (n <= 0) return 0;
+    const double last = n - 1;
+    std::size_t top = 0;
+    for (std::size_t i = 1; i < K; ++i)
+        if (a[i] > a[top]) top = i;
+    bool dominates = true;
+    for (std::size_t i = 0; i < K && dominates; ++i) dominates = !(a[i] + b[i] * last > a[top] + b[top] * last);
+    if (dominates) return n * a[top] + b[top] * last * n / 2;
+    std::array<double, 2 + K * (K - 1)> cuts{};  // 2 ends + 2 per pair of lines
+    std::size_t nc = 0;
+    cuts[nc++] = 0;
+    cuts[nc++] = last;
+    for (std::size_t i = 0; i < K; ++i)
+        for (std::size_t j = i + 1; j < K; ++j) {
+            const double db = b[i] - b[j];
+            if (db == 0) continue;
+            const double x = (a[j] - a[i]) / db;
+            if (x > 0 && x < last) {
+                cuts[nc++] = std::floor(x);
+                cuts[nc++] = std::floor(x) + 1;
+            }
+        }
+    std::sort(cuts.begin(), cuts.begin() + static_cast<std::ptrdiff_t>(nc));
+    nc = static_cast<std::size_t>(std::unique(cuts.begin(), cuts.begin() + static_cast<std::ptrdiff_t>(nc)) - cuts.begin());
+    double total = 0, lo = 0;
+    for (std::size_t c = 0; c < nc; ++c) {
+        const double hi = cuts[c];
+        if (hi < lo) continue;
+        const double mid = (lo + hi) / 2;
+        std::size_t best = 0;
+        for (std::size_t i = 1; i < K; ++i)
+            if (a[i] + b[i] * mid > a[best] + b[best] * mid) best = i;
+        const double count = hi - lo + 1;
+        total += count * a[best] + b[best] * (lo + hi) * count / 2;
+        lo = hi + 1;
+    }
+    return total;
+}
+}  // namespace
+
+double sum_of_totals(const CeilingTimes& first, const CeilingTimes& step, double n) {
+    if (n <= 0) return 0;
+    const double arith = n * (n - 1) / 2;  // Σ x for x = 0..n-1
+    return sum_max_affine(first.racing(), step.racing(), n) + (n * first.serial_s + step.serial_s * arith) +
+           (n * first.overhead_s + step.overhead_s * arith);
+}
+
 // Derated ceilings, for evaluate() and attainable_flops() alike. A measured peak is already achievable: the compute
 // efficiency is not applied to it again. A measured DRAM bandwidth is not derated either, unless the DRAM
 // efficiency was itself measured against it (Efficiency::dram_applies_to_measured).
-double compute_efficiency(const Device& device, const ComputePeak& peak) {
-    return peak.measured ? 1.0 : device.efficiency.compute;
+double derating_fraction(const Device& device, const ComputePeak& peak) {
+    return peak.measured ? 1.0 : device.efficiency.compute_fraction;
 }
-double bandwidth_efficiency(const Device& device, Level level) {
+double derating_fraction(const Device& device, Level level) {
     const bool derate = level == Level::dram && (!device.level(level).measured || device.efficiency.dram_applies_to_measured);
-    return derate ? device.efficiency.dram_bandwidth : 1.0;
+    return derate ? device.efficiency.dram_bandwidth_fraction : 1.0;
 }
-}  // namespace
 
 Timing evaluate(const OpCost& op, const Device& device, Ceilings ceilings) {
     const bool derated = ceilings == Ceilings::derated;
     Timing t;
     t.ceilings = ceilings;
     t.flops = op.flops();
+    CeilingTimes& c = t.times;
 
     for (const auto& term : op.flop_terms) {
         if (term.flops <= 0) continue;
         const ComputePeak& peak = device.execution_peak(term.format, term.unit);
-        const double used = derated ? compute_efficiency(device, peak) * term.utilization : 1.0;
-        const double seconds = term.flops / (peak.flops * used);
-        t.compute_seconds += seconds;
-        if (derated && !term.overlapped) t.serial_seconds += seconds;
-        else t.compute_seconds_by_unit[static_cast<std::size_t>(term.unit)] += seconds;
+        const double used = derated ? derating_fraction(device, peak) * term.utilization : 1.0;
+        const double seconds = term.flops / (peak.flops_per_s * used);
+        if (derated && !term.overlapped) c.serial_s += seconds;
+        else (term.unit == Unit::matrix ? c.matrix_s : c.vector_s) += seconds;
     }
-
-    double slowest = t.compute_seconds;
-    t.bound = t.compute_seconds > 0 ? Bound::compute : Bound::none;
+    const double compute = c.compute_s();
     // The roofline at this op's intensities: peak limited by each level's bandwidth × AI at that level.
-    double attainable = t.compute_seconds > 0 ? t.flops / t.compute_seconds : std::numeric_limits<double>::infinity();
-    double memory = 0;  // the slowest level
+    double attainable = compute > 0 ? t.flops / compute : std::numeric_limits<double>::infinity();
     for (std::size_t i = 0; i < kNumLevels; ++i) {
         const auto level = static_cast<Level>(i);
         const double bytes = op.bytes(level);
         const MemoryLevel& lv = device.level(level);
         if (bytes <= 0 || !lv.present || !(lv.bandwidth_Bps > 0)) continue;  // Device::has_bandwidth
         double bw = lv.bandwidth_Bps;
-        if (derated) bw *= bandwidth_efficiency(device, level);
+        if (derated) bw *= derating_fraction(device, level);
         t.level_evaluated[i] = true;
-        t.memory_seconds[i] = bytes / bw;
+        c.memory_s[i] = bytes / bw;
         attainable = std::min(attainable, t.flops / bytes * bw);  // OpCost::arithmetic_intensity × bandwidth
-        memory = std::max(memory, t.memory_seconds[i]);
-        if (t.memory_seconds[i] > slowest) {
-            slowest = t.memory_seconds[i];
-            t.bound = static_cast<Bound>(static_cast<int>(Bound::dram) + static_cast<int>(i));
-        }
     }
     t.attainable_flops = t.flops > 0 && std::isfinite(attainable) ? attainable : 0.0;
-
-    if (derated) t.overhead_seconds = op.launches * device.efficiency.launch_overhead_s;
-    if (t.overhead_seconds > slowest) t.bound = Bound::overhead;
-    // the serial compute does not hide under memory: the overlapped part races the memory levels, then it follows
-    t.seconds = std::max(t.compute_seconds - t.serial_seconds, memory) + t.serial_seconds + t.overhead_seconds;
+    if (derated) c.overhead_s = op.launches * device.efficiency.launch_overhead_s;
+    t.seconds = c.total();
+    t.bound = c.bound();
     t.achieved_flops = t.seconds > 0 ? t.flops / t.seconds : 0.0;
     return t;
+}
+
+double ridge_multiple(const OpCost& op, const Device& device, DType format, Level level, Unit unit) {
+    return op.arithmetic_intensity(level) / device.ridge_point(format, level, unit);
 }
 
 double attainable_flops(const Device& device, double intensity, DType format, Level level, Unit unit,
@@ -88,8 +144,8 @@ double attainable_flops(const Device& device, double intensity, DType format, Le
     double peak = device.peak_flops(format, unit);
     double bw = device.bandwidth(level);
     if (ceilings == Ceilings::derated) {
-        if (const ComputePeak* p = device.find_peak(format, unit)) peak *= compute_efficiency(device, *p);
-        bw *= bandwidth_efficiency(device, level);
+        if (const ComputePeak* p = device.find_peak(format, unit)) peak *= derating_fraction(device, *p);
+        bw *= derating_fraction(device, level);
     }
     if (std::isinf(intensity)) return peak;
     return std::min(peak, intensity * bw);

@@ -1,5 +1,7 @@
 #include "roofline/sweep.hpp"
 
+#include "plan_impl.hpp"
+
 #include "roofline/errors.hpp"
 
 #include <algorithm>
@@ -121,11 +123,36 @@ struct Plans {
 };
 
 Plans build_plans(const SweepAxes& a, const std::vector<Config>& configs, int threads) {
-    // Structures (the device-independent part of a plan) per (model, quant, engine, kv, flash, tp), then a plan per
-    // configuration from its structure and device: no op is built per device.
-    auto structure_key = [](const Config& c) { return Config{c[0], c[1], 0, c[3], c[4], c[5], c[6]}; };
+    // Each engine on each device: the backend it runs on there (an index into backend_names()), or why it cannot.
+    const std::size_t ne = a.engines.size(), nd = a.devices.size();
+    std::vector<std::shared_ptr<const Engine>> engines(ne);
+    std::vector<Failure> engine_failures(ne);
+    for (std::size_t e = 0; e < ne; ++e) capture(engine_failures[e], [] { return std::string(); }, [&] { engines[e] = engine(a.engines[e]); });
+    std::vector<std::uint32_t> backend_of(nd * ne, 0);
+    std::vector<Failure> backend_failures(nd * ne);
+    std::vector<char> backend_ok(nd * ne, 0);
+    std::vector<std::shared_ptr<const Device>> engine_devices(nd * ne);  // each device as each engine sees it
+    for (std::size_t d = 0; d < nd; ++d)
+        for (std::size_t e = 0; e < ne; ++e) {
+            if (!engines[e]) {
+                backend_failures[d * ne + e] = engine_failures[e];
+                continue;
+            }
+            backend_ok[d * ne + e] = capture(backend_failures[d * ne + e], [] { return std::string(); }, [&] {
+                const EngineBackend& b = engines[e]->on(*a.devices[d]);
+                backend_of[d * ne + e] = static_cast<std::uint32_t>(
+                    std::find(backend_names().begin(), backend_names().end(), b.backend) - backend_names().begin());
+                engine_devices[d * ne + e] = device_for_engine(*a.devices[d], b);
+            });
+        }
+    // Structures (the device-independent part of a plan) per (model, quant, backend, engine, kv, flash, tp), then a
+    // plan per configuration from its structure and device: no op is built per device.
+    auto structure_key = [&](const Config& c) {
+        return Config{c[0], c[1], backend_of[c[2] * ne + c[3]], c[3], c[4], c[5], c[6]};
+    };
     std::vector<Config> keys;
-    for (const auto& c : configs) keys.push_back(structure_key(c));
+    for (const auto& c : configs)
+        if (backend_ok[c[2] * ne + c[3]]) keys.push_back(structure_key(c));
     std::sort(keys.begin(), keys.end());
     keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
     // tensor formats per (model, quant), shared by the structures
@@ -139,51 +166,42 @@ Plans build_plans(const SweepAxes& a, const std::vector<Config>& configs, int th
     std::vector<char> format_ok(mq.size(), 0);
     parallel_for(mq.size(), threads, [&](std::size_t i) {
         const std::size_t m = mq[i] / nq, q = mq[i] % nq;
-        format_ok[i] = capture(format_failures[i], [] { return std::string(); }, [&] { formats[i] = EstimatePlan::formats_for(*a.models[m], a.quants[q]); });
+        format_ok[i] = capture(format_failures[i], [] { return std::string(); },
+                               [&] { formats[i] = estimate_tensor_formats(*a.models[m], a.quants[q]); });
     });
-    std::vector<std::shared_ptr<const EstimatePlan::Structure>> structures(keys.size());
+    std::vector<std::shared_ptr<const PlanStructure>> structures(keys.size());
     std::vector<Failure> structure_failures(keys.size());
     parallel_for(keys.size(), threads, [&](std::size_t i) {
         const Config& k = keys[i];
         const std::size_t f = static_cast<std::size_t>(std::lower_bound(mq.begin(), mq.end(), k[0] * nq + k[1]) - mq.begin());
-        if (!format_ok[f]) {
-            structure_failures[i] = format_failures[f];
-            return;
-        }
         capture(structure_failures[i], [] { return std::string(); }, [&] {
             const PlanConfig pc{a.quants[k[1]], a.kv_dtypes[k[4]], a.flash_attention[k[5]] != 0, a.engines[k[3]],
                                 a.tensor_parallel[k[6]]};
-            structures[i] = EstimatePlan::structure(*a.models[k[0]], pc, &formats[f]);
+            // the order EstimatePlan validates in: KV format, then the quantization
+            parse_kv_format(pc.kv_dtype);
+            if (!format_ok[f]) rethrow(format_failures[f]);
+            structures[i] = make_structure(*a.models[k[0]], pc, backend_names()[k[2]], &formats[f]);
         });
     });
-    // Each device as each engine sees it, shared by its plans (null for an engine name that does not exist: the
-    // structure has already failed for it).
-    const std::size_t ne = a.engines.size();
-    std::vector<std::shared_ptr<const Device>> engine_devices(a.devices.size() * ne);
-    for (std::size_t e = 0; e < ne; ++e) {
-        for (std::size_t d = 0; d < a.devices.size(); ++d) try {
-                engine_devices[d * ne + e] = EstimatePlan::device_for_engine(*a.devices[d], a.engines[e]);
-            } catch (const NotFound&) {
-                break;  // not an engine: its structures failed already
-            }
-    }
     Plans out;
     out.plans.resize(configs.size());
     out.failures.resize(configs.size());
     parallel_for(configs.size(), threads, [&](std::size_t i) {
         const Config& c = configs[i];
+        const std::size_t de = c[2] * ne + c[3];
+        if (!backend_ok[de]) {
+            out.failures[i] = {describe(a, c) + ": " + backend_failures[de].message.substr(2), backend_failures[de].not_found};
+            return;
+        }
         const std::size_t k = static_cast<std::size_t>(
             std::lower_bound(keys.begin(), keys.end(), structure_key(c)) - keys.begin());
         if (!structures[k]) {
             out.failures[i] = {describe(a, c) + structure_failures[k].message, structure_failures[k].not_found};
             return;
         }
-        capture(out.failures[i], [&] { return describe(a, c); },
-                [&] {
-                    const auto& dev = engine_devices[c[2] * ne + c[3]];
-                    out.plans[i] = dev ? std::make_unique<EstimatePlan>(dev, structures[k])
-                                       : std::make_unique<EstimatePlan>(*a.devices[c[2]], structures[k]);
-                });
+        capture(out.failures[i], [&] { return describe(a, c); }, [&] {
+            out.plans[i] = std::make_unique<EstimatePlan>(std::make_shared<const EstimatePlan::Impl>(engine_devices[de], structures[k]));
+        });
     });
     return out;
 }
@@ -198,11 +216,10 @@ struct Writer {
         if (points) t.point.resize(rows);
         t.columns.resize(sweep_columns().size());
         for (auto& c : t.columns) c.resize(rows);
-        t.fits.resize(rows);
-        t.prefill_bound.resize(rows);
-        t.decode_bound.resize(rows);
+        t.codes.resize(sweep_code_columns().size());
+        for (auto& c : t.codes) c.resize(rows);
     }
-    void write(std::size_t r, const SweepAxes& a, const Config& c, const EstimatePlan& plan, const EstimateRow& e) {
+    void write(std::size_t r, const SweepAxes& a, const Config& c, const EstimateRow& e) {
         t.model[r] = static_cast<std::int32_t>(c[0]);
         t.quant[r] = static_cast<std::int32_t>(c[1]);
         t.device[r] = static_cast<std::int32_t>(c[2]);
@@ -210,37 +227,19 @@ struct Writer {
         t.kv_dtype[r] = static_cast<std::int32_t>(c[4]);
         t.flash_attention[r] = static_cast<std::uint8_t>(a.flash_attention[c[5]]);
         t.tensor_parallel[r] = a.tensor_parallel[c[6]];
-        auto* col = t.columns.data();
-        std::size_t k = 0;
-        col[k++][r] = plan.parameters();
-        col[k++][r] = plan.weight_bytes();
-        col[k++][r] = plan.bits_per_weight();
-        col[k++][r] = e.batch;
-        col[k++][r] = e.prompt_tokens;
-        col[k++][r] = e.gen_tokens;
-        col[k++][r] = e.prefill_s;
-        col[k++][r] = e.prefill_tokens_per_s;
-        col[k++][r] = e.ttft_s;
-        col[k++][r] = e.decode_s;
-        col[k++][r] = e.decode_tokens_per_s;
-        col[k++][r] = e.decode_tokens_per_s_total;
-        col[k++][r] = e.total_s;
-        col[k++][r] = e.ceiling_decode_weights;
-        col[k++][r] = e.ceiling_decode;
-        col[k++][r] = e.ceiling_prefill;
-        col[k++][r] = e.decode_intensity;
-        col[k++][r] = e.compute_bound_batch;
-        col[k++][r] = e.memory.weights;
-        col[k++][r] = e.memory.kv_cache;
-        col[k++][r] = e.memory.activations;
-        col[k++][r] = e.memory.overhead;
-        col[k++][r] = e.memory.total;
-        col[k++][r] = e.memory.capacity;
-        col[k++][r] = e.max_batch;
-        col[k++][r] = e.max_context;
-        t.fits[r] = e.memory.fits ? 1 : 0;
-        t.prefill_bound[r] = static_cast<std::uint8_t>(e.prefill_bound);
-        t.decode_bound[r] = static_cast<std::uint8_t>(e.decode_bound);
+        write_values(r, e);
+    }
+    void write_values(std::size_t r, const EstimateRow& e) {
+        SweepColumn<double>* col = t.columns.data();
+        SweepColumn<std::uint8_t>* code = t.codes.data();
+#define ROOFLINE_X(name, type, unit, meaning) put(col, code, r, e.name);
+        ROOFLINE_ESTIMATE_FIELDS(ROOFLINE_X)
+#undef ROOFLINE_X
+    }
+    static void put(SweepColumn<double>*& col, SweepColumn<std::uint8_t>*&, std::size_t r, double v) { (*col++)[r] = v; }
+    static void put(SweepColumn<double>*&, SweepColumn<std::uint8_t>*& code, std::size_t r, bool v) { (*code++)[r] = v ? 1 : 0; }
+    static void put(SweepColumn<double>*&, SweepColumn<std::uint8_t>*& code, std::size_t r, PhaseBound v) {
+        (*code++)[r] = static_cast<std::uint8_t>(v);
     }
 };
 
@@ -276,24 +275,31 @@ std::vector<std::size_t> valid_configs(const SweepAxes& a, const std::vector<Con
 
 }  // namespace
 
+namespace {
+bool is_column(const char* type) { return std::string(type) == "double"; }
+std::vector<std::string> row_field_names(bool columns) {
+    std::vector<std::string> names;
+    for (const FieldInfo& f : estimate_fields())
+        if (!f.config && is_column(f.type) == columns) names.push_back(f.name);
+    return names;
+}
+}  // namespace
+
 const std::vector<std::string>& sweep_columns() {
-    static const std::vector<std::string> names = {
-        "parameters", "weight_bytes", "bits_per_weight", "batch", "prompt_tokens", "gen_tokens", "prefill_s",
-        "prefill_tokens_per_s", "ttft_s", "decode_s", "decode_tokens_per_s", "decode_tokens_per_s_total", "total_s",
-        "ceiling_decode_weights", "ceiling_decode", "ceiling_prefill", "decode_intensity", "compute_bound_batch",
-        "memory_weights", "memory_kv_cache", "memory_activations", "memory_overhead", "memory_total", "memory_capacity",
-        "max_batch", "max_context"};
+    static const std::vector<std::string> names = row_field_names(true);
     return names;
 }
 
-std::vector<double> sweep_row_values(const EstimatePlan& plan, const EstimateRow& e) {
+const std::vector<std::string>& sweep_code_columns() {
+    static const std::vector<std::string> names = row_field_names(false);
+    return names;
+}
+
+std::vector<double> sweep_row_values(const EstimateRow& e) {
     SweepTable t;
     Writer w{t};
     w.resize(1, false);
-    SweepAxes a;
-    a.flash_attention = {plan.config().flash_attention ? 1 : 0};
-    a.tensor_parallel = {plan.config().tensor_parallel};
-    w.write(0, a, Config{0, 0, 0, 0, 0, 0, 0}, plan, e);
+    w.write_values(0, e);
     std::vector<double> out;
     for (const auto& c : t.columns) out.push_back(c[0]);
     return out;
@@ -322,7 +328,7 @@ SweepTable sweep(const SweepAxes& a, const SweepOptions& options) {
         const std::size_t g = chunk / chunks_per_config;
         const std::size_t p0 = (chunk % chunks_per_config) * prompts_per_chunk, p1 = std::min(np, p0 + prompts_per_chunk);
         const Config& c = configs[ok[g]];
-        const EstimatePlan& plan = *plans.plans[ok[g]];
+        const EstimatePlan::Impl& plan = plans.plans[ok[g]]->impl();
         std::vector<PhaseSums> step(nb), prefill(nb);
         std::vector<double> max_context(nb);
         std::vector<char> batch_done(nb, 0);
@@ -345,7 +351,7 @@ SweepTable sweep(const SweepAxes& a, const SweepOptions& options) {
                     }
                     const PhaseSums decode = n > 0 ? plan.decode(B, P, n, step[bi]) : PhaseSums{};
                     const EstimateRow e = plan.assemble(B, P, n, P > 0 ? prefill[bi] : PhaseSums{}, decode, max_context[bi], cbb, mb);
-                    w.write(row, a, c, plan, e);
+                    w.write(row, a, c, e);
                 }
             }
         }
@@ -400,7 +406,7 @@ SweepTable sweep(const SweepAxes& a, const SweepPoints& pts, const SweepOptions&
             const std::size_t i = kept[r];
             const std::size_t ci = config_of[i];
             const EstimatePlan& plan = *plans.plans[ci];
-            w.write(r, a, configs[ci], plan, plan.evaluate(pts.batch[i], pts.prompt_tokens[i], pts.gen_tokens[i]));
+            w.write(r, a, configs[ci], plan.evaluate(pts.batch[i], pts.prompt_tokens[i], pts.gen_tokens[i]));
             table.point[r] = static_cast<std::int64_t>(i);
         }
     });
@@ -436,16 +442,16 @@ BatchAnswer max_batch_for_latency(const EstimatePlan& plan, double prompt, doubl
         ++ans.evaluations;
         return plan.evaluate(b, prompt, gen);
     };
-    auto tpot = [&](const EstimateRow& e) { return gen > 0 ? e.decode_s / gen : 0.0; };
+    auto tpot = [&](const EstimateRow& e) { return e.tpot_s; };
     // the first target a point misses: "" when it meets them all
     auto misses = [&](const EstimateRow& e) -> std::string {
-        if (!e.memory.fits) return "memory";
+        if (!e.fits) return "memory";
         if (tpot_s > 0 && tpot(e) > tpot_s) return "tpot";
         if (ttft_s > 0 && e.ttft_s > ttft_s) return "ttft";
         return "";
     };
     auto describe_miss = [&](const std::string& what, const EstimateRow& e) {
-        if (what == "memory") return "needs " + gb(e.memory.total) + " of " + gb(e.memory.capacity) + " memory";
+        if (what == "memory") return "needs " + gb(e.memory_total) + " of " + gb(e.memory_capacity) + " memory";
         if (what == "tpot") return "takes " + ms(tpot(e)) + " per output token (target " + ms(tpot_s) + ")";
         return "takes " + ms(e.ttft_s) + " to the first token (target " + ms(ttft_s) + ")";
     };
@@ -501,7 +507,7 @@ BatchAnswer max_batch_for_latency(const EstimatePlan& plan, double prompt, doubl
     ans.beyond = eval(lo + 1);
     ans.limit = misses(ans.beyond);
     if (ans.limit.empty()) ans.limit = "memory";  // cannot happen when the model is monotone; keep a definite answer
-    std::string what = "batch " + fmt(lo, 15) + " fits (" + gb(at.memory.total) + " of " + gb(at.memory.capacity) + ")";
+    std::string what = "batch " + fmt(lo, 15) + " fits (" + gb(at.memory_total) + " of " + gb(at.memory_capacity) + ")";
     if (gen > 0) what += ", " + ms(tpot(at)) + " per output token";
     if (ttft_s > 0) what += ", " + ms(at.ttft_s) + " to the first token";
     ans.reason = what + "; batch " + fmt(lo + 1, 15) + " " + describe_miss(ans.limit, ans.beyond);

@@ -51,7 +51,7 @@ const char* kDevice = R"({
   "memory": {"dram": {"type": "HBM", "bandwidth_GBps": 1000, "capacity_GiB": 16, "source": "made up for a test"}},
   "compute": [{"format": "fp16", "unit": "matrix", "peak_TFLOPS": 100, "source": "made up for a test"},
               {"format": "fp32", "unit": "vector", "peak_TFLOPS": 10, "source": "made up for a test"}],
-  "efficiency": {"dram_bandwidth": 0.8, "compute": 0.5, "launch_overhead_us": 5, "source": "made up for a test"}
+  "efficiency": {"dram_bandwidth_fraction": 0.8, "compute_fraction": 0.5, "launch_overhead_us": 5, "source": "made up for a test"}
 })";
 
 std::string with(std::string text, const std::string& from, const std::string& to) {
@@ -264,7 +264,7 @@ TEST_CASE("device_from_profile: the measured device alone") {
     CHECK(d.sram_per_unit_bytes() == doctest::Approx(2097152));
     CHECK_FALSE(d.has_bandwidth(Level::sram));
     CHECK(d.peak_flops(DType::fp16) == doctest::Approx(8e13));
-    CHECK(d.efficiency.compute == 1.0);
+    CHECK(d.efficiency.compute_fraction == 1.0);
     CHECK(d.efficiency.launch_overhead_s == doctest::Approx(3e-6));
     CHECK(d.level(Level::dram).measured);
     const Device e = parse_device(d.to_json(), "roundtrip");
@@ -299,7 +299,7 @@ TEST_CASE("device_from_profile: a library GEMV next to the STREAM kernels sets t
                                  "\"median\": 7.2e11, \"max\": 7.5e11, \"verified\": true, \"feeds_model\": false},");
     const Device d = device_from_profile(parse_profile(cpu, "host.json"));
     CHECK(d.bandwidth() == doctest::Approx(9e11));  // the ceiling is still the best STREAM kernel (triad)
-    CHECK(d.efficiency.dram_bandwidth == doctest::Approx(0.8));  // 7.2e11 / 9e11
+    CHECK(d.efficiency.dram_bandwidth_fraction == doctest::Approx(0.8));  // 7.2e11 / 9e11
     CHECK(d.efficiency.dram_applies_to_measured);
     CHECK(d.efficiency.provenance.source.find("DRAM efficiency 0.800 = eigen_gemv_fp32 720 GB/s over the DRAM ceiling 900 GB/s (triad)") == 0);
     OpCost mem;
@@ -314,7 +314,7 @@ TEST_CASE("device_from_profile: a library GEMV next to the STREAM kernels sets t
     CHECK_FALSE(parse_device(kDevice).efficiency.dram_applies_to_measured);
     // An unverified GEMV is ignored; without one nothing is derated.
     const Device f = device_from_profile(parse_profile(with(cpu, "\"max\": 7.5e11, \"verified\": true", "\"max\": 7.5e11, \"verified\": false"), "host.json"));
-    CHECK(f.efficiency.dram_bandwidth == 1.0);
+    CHECK(f.efficiency.dram_bandwidth_fraction == 1.0);
     CHECK_FALSE(f.efficiency.dram_applies_to_measured);
 }
 

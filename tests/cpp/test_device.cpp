@@ -17,7 +17,7 @@ const char* kMinimal = R"({
              "sram": {"type": "smem", "per_unit_KiB": 100, "bandwidth_GBps": 10000, "source": "made up for a test"}},
   "compute": [{"format": "fp16", "unit": "matrix", "peak_TFLOPS": 100, "source": "made up for a test"},
               {"format": "fp32", "unit": "vector", "peak_TFLOPS": 10, "source": "made up for a test"}],
-  "efficiency": {"dram_bandwidth": 0.8, "compute": 0.5, "launch_overhead_us": 2, "source": "made up for a test"}
+  "efficiency": {"dram_bandwidth_fraction": 0.8, "compute_fraction": 0.5, "launch_overhead_us": 2, "source": "made up for a test"}
 })";
 
 std::string with(std::string text, const std::string& from, const std::string& to) {
@@ -103,7 +103,7 @@ TEST_CASE("seed: A100 ridge point ~156 FLOP/byte (~312 FLOPs per fp16 element)")
 
 TEST_CASE("formats without units of their own run at the peak of the format they widen to") {
     const Device d = parse_device(kMinimal);
-    CHECK(d.execution_peak(DType::fp16).flops == doctest::Approx(1e14));
+    CHECK(d.execution_peak(DType::fp16).flops_per_s == doctest::Approx(1e14));
     CHECK(d.execution_peak(DType::fp8_e4m3).format == DType::fp16);
     CHECK(d.execution_peak(DType::fp4).format == DType::fp16);
     CHECK(d.execution_peak(DType::bf16).format == DType::fp32);

@@ -2,6 +2,7 @@
 
 #include "roofline/errors.hpp"
 #include "roofline/ops/attention.hpp"
+#include "roofline/ops/embedding.hpp"
 #include "roofline/ops/linear.hpp"
 #include "roofline/ops/pointwise.hpp"
 
@@ -89,7 +90,7 @@ TEST_CASE("flash attention: same matrix FLOPs, DRAM traffic linear in N, far bel
     const Format f16 = format_of(DType::fp16);
     const double sram = 192.0 * 1024;
     auto at = [&](double n, AttentionKind k) {
-        return attention(AttentionShape{1, 1, n, n, 128, false}, f16, k, false, sram);
+        return attention(AttentionShape{1, 1, n, n, 128, false}, f16, k, false, FlashTiles{sram, 0});
     };
     for (double n : {512.0, 2048.0, 8192.0}) {
         CHECK(at(n, AttentionKind::flash).flops(Unit::matrix, DType::fp16) ==
@@ -112,12 +113,12 @@ TEST_CASE("flash attention: same matrix FLOPs, DRAM traffic linear in N, far bel
     CHECK(fl.bytes_written[0] == doctest::Approx(expect_write));
     CHECK(fl.bytes(Level::sram) > fl.bytes(Level::dram));
     // With an L2 that holds one head's Q and O the re-reads are L2 hits: DRAM sees the compulsory traffic only
-    const OpCost cached = attention(AttentionShape{1, 1, 4096, 4096, 128, false}, f16, AttentionKind::flash, false, sram, 40e6);
+    const OpCost cached = attention(AttentionShape{1, 1, 4096, 4096, 128, false}, f16, AttentionKind::flash, false, FlashTiles{sram, 40e6});
     CHECK(cached.bytes(Level::dram) == doctest::Approx(2.0 * 4 * 4096 * 128));
     CHECK(cached.bytes(Level::l2) == doctest::Approx(fl.bytes(Level::l2)));
-    const OpCost cached2 = attention(AttentionShape{1, 1, 8192, 8192, 128, false}, f16, AttentionKind::flash, false, sram, 40e6);
+    const OpCost cached2 = attention(AttentionShape{1, 1, 8192, 8192, 128, false}, f16, AttentionKind::flash, false, FlashTiles{sram, 40e6});
     CHECK(cached2.bytes() == doctest::Approx(2 * cached.bytes()));  // linear in N
-    CHECK_THROWS_AS(attention(AttentionShape{1, 1, 64, 64, 128, false}, f16, AttentionKind::flash, false, 0), InvalidArgument);
+    CHECK_THROWS_AS(attention(AttentionShape{1, 1, 64, 64, 128, false}, f16, AttentionKind::flash, false, FlashTiles{0, 0}), InvalidArgument);
 }
 
 TEST_CASE("causal masking halves flash work, not standard work") {
@@ -127,8 +128,8 @@ TEST_CASE("causal masking halves flash work, not standard work") {
     AttentionShape full = s;
     full.causal = false;
     CHECK(attention(s, f16, AttentionKind::standard).flops() == attention(full, f16, AttentionKind::standard).flops());
-    CHECK(attention(s, f16, AttentionKind::flash, false, 1e5).flops(Unit::matrix, DType::fp16) ==
-          doctest::Approx(0.5 * attention(full, f16, AttentionKind::flash, false, 1e5).flops(Unit::matrix, DType::fp16)).epsilon(0.01));
+    CHECK(attention(s, f16, AttentionKind::flash, false, FlashTiles{1e5, 0}).flops(Unit::matrix, DType::fp16) ==
+          doctest::Approx(0.5 * attention(full, f16, AttentionKind::flash, false, FlashTiles{1e5, 0}).flops(Unit::matrix, DType::fp16)).epsilon(0.01));
     AttentionShape bad{1, 1, 10, 5, 64, true};
     CHECK_THROWS_AS(attention(bad, f16, AttentionKind::standard), InvalidArgument);
 }
@@ -137,7 +138,7 @@ TEST_CASE("backward adds work and traffic") {
     const Format f16 = format_of(DType::fp16);
     AttentionShape s{2, 4, 512, 512, 64, false};
     for (auto k : {AttentionKind::standard, AttentionKind::flash}) {
-        const OpCost fwd = attention(s, f16, k, false, 1e5), both = attention(s, f16, k, true, 1e5);
+        const OpCost fwd = attention(s, f16, k, false, FlashTiles{1e5, 0}), both = attention(s, f16, k, true, FlashTiles{1e5, 0});
         CHECK(both.flops() > 2 * fwd.flops());
         CHECK(both.bytes() > fwd.bytes());
     }

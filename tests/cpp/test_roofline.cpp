@@ -2,11 +2,14 @@
 
 #include "roofline/device.hpp"
 #include "roofline/errors.hpp"
+#include "roofline/ops/attention.hpp"
 #include "roofline/ops/linear.hpp"
 #include "roofline/ops/pointwise.hpp"
 #include "roofline/roofline.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <random>
 
 using namespace roofline;
 
@@ -43,8 +46,8 @@ TEST_CASE("derated ceilings are slower and add launch overhead") {
     const OpCost op = ops::gemm(4096, 4096, 4096, DType::fp16);
     const Timing ideal = evaluate(op, a100, Ceilings::ideal), der = evaluate(op, a100, Ceilings::derated);
     CHECK(der.seconds > ideal.seconds);
-    CHECK(der.overhead_seconds == doctest::Approx(a100.efficiency.launch_overhead_s));
-    CHECK(ideal.overhead_seconds == 0);
+    CHECK(der.times.overhead_s == doctest::Approx(a100.efficiency.launch_overhead_s));
+    CHECK(ideal.times.overhead_s == 0);
 }
 
 TEST_CASE("tiny ops are overhead-bound when derated") {
@@ -77,8 +80,8 @@ TEST_CASE("time is at least each ceiling's time") {
     for (double n : {1.0, 64.0, 512.0, 4096.0}) {
         const OpCost op = ops::gemm(n, 4096, 4096, DType::bf16);
         const Timing t = evaluate(op, a100);
-        CHECK(t.seconds >= t.compute_seconds);
-        for (double m : t.memory_seconds) CHECK(t.seconds >= m);
+        CHECK(t.seconds >= t.times.compute_s());
+        for (double m : t.times.memory_s) CHECK(t.seconds >= m);
     }
 }
 
@@ -102,7 +105,7 @@ TEST_CASE("attainable_flops draws the roof: slope = bandwidth, knee at the ridge
     CHECK(attainable_flops(a100, INFINITY, DType::fp16) == doctest::Approx(312e12));
     CHECK(attainable_flops(a100, 1.0, DType::fp16, Level::sram) == doctest::Approx(19e12));
     CHECK(attainable_flops(a100, 1.0, DType::fp16, Level::dram, Unit::matrix, Ceilings::derated) ==
-          doctest::Approx(2039e9 * a100.efficiency.dram_bandwidth));
+          doctest::Approx(2039e9 * a100.efficiency.dram_bandwidth_fraction));
     CHECK(attainable_flops(a100, 1e6, DType::fp16, Level::dram, Unit::vector) == doctest::Approx(78e12));
     // the same number evaluate() gives an op of that intensity
     const OpCost op = ops::elementwise(1 << 20, 1, 1, 1, format_of(DType::fp16));
@@ -115,22 +118,22 @@ TEST_CASE("attainable_flops draws the roof: slope = bandwidth, knee at the ridge
 
 TEST_CASE("work not overlapped with memory adds to the derated time; the ideal roofline overlaps it") {
     const Device& a100 = db().get("a100");
-    const double fp32 = a100.peak_flops(DType::fp32, Unit::vector), eff = a100.efficiency.compute;
-    const double bw = a100.bandwidth(Level::dram) * a100.efficiency.dram_bandwidth;
+    const double fp32 = a100.peak_flops(DType::fp32, Unit::vector), eff = a100.efficiency.compute_fraction;
+    const double bw = a100.bandwidth(Level::dram) * a100.efficiency.dram_bandwidth_fraction;
     OpCost op;
     op.add_dram(bw * 1e-3, 0);                                            // 1 ms of DRAM traffic, derated
     op.add_flops(Unit::vector, DType::fp32, fp32 * eff * 0.5e-3);         // 0.5 ms hidden under it
     op.add_flops(Unit::vector, DType::fp32, fp32 * eff * 0.2e-3, 1.0, false);  // 0.2 ms after it
     REQUIRE(op.flop_terms.size() == 2);  // the two kinds of work stay apart
     const Timing t = evaluate(op, a100);
-    CHECK(t.serial_seconds == doctest::Approx(0.2e-3));
-    CHECK(t.compute_seconds == doctest::Approx(0.7e-3));
-    CHECK(t.compute_seconds_by_unit[static_cast<std::size_t>(Unit::vector)] == doctest::Approx(0.5e-3));
+    CHECK(t.times.serial_s == doctest::Approx(0.2e-3));
+    CHECK(t.times.compute_s() == doctest::Approx(0.7e-3));
+    CHECK(t.times.vector_s == doctest::Approx(0.5e-3));
     CHECK(t.seconds == doctest::Approx(1.2e-3));
     CHECK(t.bound == Bound::dram);
     const Timing ideal = evaluate(op, a100, Ceilings::ideal);
-    CHECK(ideal.serial_seconds == 0);
-    CHECK(ideal.seconds == doctest::Approx(a100.efficiency.dram_bandwidth * 1e-3));
+    CHECK(ideal.times.serial_s == 0);
+    CHECK(ideal.seconds == doctest::Approx(a100.efficiency.dram_bandwidth_fraction * 1e-3));
     // more serial work than memory time: the op is compute-bound and the times add
     OpCost heavy = op;
     heavy.add_flops(Unit::vector, DType::fp32, fp32 * eff * 1.0e-3, 1.0, false);
@@ -144,4 +147,145 @@ TEST_CASE("work not overlapped with memory adds to the derated time; the ideal r
     d.add_dequant(q4, 1000, false);
     CHECK(d.flops(Unit::vector, DType::fp32) == 2000);
     CHECK_FALSE(d.flop_terms.at(0).overlapped);
+}
+
+TEST_CASE("CeilingTimes: the timing rule is max(racing) + serial + overhead") {
+    CeilingTimes t;
+    t.matrix_s = 2e-3;
+    t.vector_s = 0.5e-3;
+    t.serial_s = 0.25e-3;
+    t.memory_s = {3e-3, 1e-3, 0.1e-3};
+    t.overhead_s = 1e-5;
+    const auto r = t.racing();
+    CHECK(r[0] == 2e-3 + 0.5e-3);
+    CHECK(r[1] == 3e-3);
+    CHECK(r[2] == 1e-3);
+    CHECK(r[3] == 0.1e-3);
+    CHECK(t.total() == 3e-3 + 0.25e-3 + 1e-5);  // DRAM races the overlapped compute and wins
+    CHECK(t.compute_s() == 2e-3 + 0.5e-3 + 0.25e-3);
+    // at a utilization of 0.5 the matrix units take twice as long: compute wins the race
+    CHECK(t.racing(0.5)[0] == 4e-3 + 0.5e-3);
+    CHECK(t.total(0.5) == 4e-3 + 0.5e-3 + 0.25e-3 + 1e-5);
+    CHECK(t.compute_s(0.5) == 4e-3 + 0.5e-3 + 0.25e-3);
+    // each term in turn the largest
+    for (std::size_t i = 0; i < 4; ++i) {
+        CAPTURE(i);
+        CeilingTimes u;
+        u.matrix_s = 1;
+        u.memory_s = {1, 1, 1};
+        if (i == 0) u.matrix_s = 7;
+        else u.memory_s[i - 1] = 7;
+        u.serial_s = 0.5;
+        u.overhead_s = 0.25;
+        CHECK(u.total() == 7 + 0.5 + 0.25);
+        const auto ur = u.racing();
+        CHECK(u.total() == *std::max_element(ur.begin(), ur.end()) + u.serial_s + u.overhead_s);
+    }
+    CHECK(CeilingTimes{}.total() == 0);
+    // components add and scale like vectors; work_scaled keeps the launches
+    const CeilingTimes two = t + t;
+    CHECK(two.matrix_s == 2 * t.matrix_s);
+    CHECK(two.memory_s[1] == 2 * t.memory_s[1]);
+    CHECK((two - t).overhead_s == t.overhead_s);
+    CHECK(t.scaled(3).serial_s == 3 * t.serial_s);
+    CHECK(t.work_scaled(3).overhead_s == t.overhead_s);
+    CHECK(t.work_scaled(3).memory_s[0] == 3 * t.memory_s[0]);
+}
+
+TEST_CASE("CeilingTimes::bound: the largest term, compute counting its serial part") {
+    CeilingTimes t;
+    CHECK(t.bound() == Bound::none);
+    t.vector_s = 1;
+    CHECK(t.bound() == Bound::compute);
+    t.memory_s[0] = 2;
+    CHECK(t.bound() == Bound::dram);
+    t.serial_s = 1.5;  // compute 2.5 > DRAM 2
+    CHECK(t.bound() == Bound::compute);
+    t.memory_s[1] = 3;
+    CHECK(t.bound() == Bound::l2);
+    t.memory_s[2] = 4;
+    CHECK(t.bound() == Bound::sram);
+    t.overhead_s = 5;
+    CHECK(t.bound() == Bound::overhead);
+    t.overhead_s = 0;
+    t.matrix_s = 1;
+    CHECK(t.bound() == Bound::sram);    // compute 3.5 < SRAM 4
+    CHECK(t.bound(0.2) == Bound::compute);  // 1 / 0.2 + 1 + 1.5 = 7.5
+    CeilingTimes only_overhead;
+    only_overhead.overhead_s = 1e-6;
+    CHECK(only_overhead.bound() == Bound::overhead);
+}
+
+TEST_CASE("sum_of_totals equals the brute-force sum over random affine sequences") {
+    std::mt19937 gen(20240611);
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    std::uniform_int_distribution<int> len(2, 3000);
+    int crossings = 0;
+    for (int c = 0; c < 200; ++c) {
+        CAPTURE(c);
+        const double n = len(gen);
+        // every term from a value at the first op to one at the last: non-negative throughout, racing lines that cross
+        CeilingTimes first, step;
+        auto term = [&](double& a, double& b, double scale) {
+            const double at_first = scale * u(gen), at_last = scale * u(gen);
+            a = at_first;
+            b = (at_last - at_first) / (n - 1);
+        };
+        term(first.matrix_s, step.matrix_s, 1);
+        term(first.vector_s, step.vector_s, 0.3);
+        for (std::size_t i = 0; i < kNumLevels; ++i) term(first.memory_s[i], step.memory_s[i], 1);
+        term(first.serial_s, step.serial_s, 0.2);
+        term(first.overhead_s, step.overhead_s, 0.1);
+        if (c % 10 == 0) step.memory_s[1] = 0;                      // a constant line
+        if (c % 7 == 0) first.memory_s[2] = step.memory_s[2] = 0;  // a level without traffic
+        double brute = 0;
+        std::size_t top_first = 0, top_last = 0;
+        for (double x = 0; x < n; ++x) {
+            CeilingTimes t = first;
+            t.axpy(x, step);
+            brute += t.total();
+            const auto r = t.racing();
+            const auto top = static_cast<std::size_t>(std::max_element(r.begin(), r.end()) - r.begin());
+            if (x == 0) top_first = top;
+            top_last = top;
+        }
+        if (top_first != top_last) ++crossings;
+        CHECK(sum_of_totals(first, step, n) == doctest::Approx(brute).epsilon(1e-12));
+    }
+    CHECK(crossings >= 100);  // most cases change the largest term along the way
+    // no ops, one op
+    CeilingTimes a;
+    a.matrix_s = 1;
+    a.memory_s[0] = 2;
+    a.serial_s = 0.5;
+    CHECK(sum_of_totals(a, a, 0) == 0);
+    CHECK(sum_of_totals(a, a, 1) == a.total());
+    CHECK(sum_of_totals(a, CeilingTimes{}, 1000) == doctest::Approx(1000 * a.total()).epsilon(1e-12));
+}
+
+TEST_CASE("evaluate(): seconds and bound are the timing rule applied to its CeilingTimes") {
+    const Device& a100 = db().get("a100");
+    const Format f16 = format_of(DType::fp16);
+    Format q4 = format_of(DType::int4);
+    q4.compute = DType::fp16;
+    q4.dequant_flops_per_element = 2;
+    std::vector<OpCost> ops = {ops::gemm(4096, 4096, 4096, DType::fp16), ops::gemm(1, 4096, 4096, DType::bf16),
+                               ops::gemm(7, 4096, 4096, f16, q4, f16, ops::GemmOptions{Unit::matrix, 0, 1, false}),
+                               ops::elementwise(1 << 20, 1, 1, 1, f16), ops::elementwise(16, 1, 1, 1, f16),
+                               ops::decode_attention(4, 32, 8, 4096, 128, f16, f16),
+                               ops::attention({1, 32, 2048, 2048, 128, true, 8}, f16, ops::AttentionKind::flash, false,
+                                              ops::flash_tiles(a100)),
+                               OpCost{}};
+    ops[1].set_utilization(Unit::matrix, 0.3);
+    for (std::size_t i = 0; i < ops.size(); ++i)
+        for (Ceilings c : {Ceilings::ideal, Ceilings::derated}) {
+            CAPTURE(i);
+            const Timing t = evaluate(ops[i], a100, c);
+            CHECK(t.seconds == t.times.total());
+            CHECK(t.bound == t.times.bound());
+            if (c == Ceilings::ideal) {
+                CHECK(t.times.serial_s == 0);
+                CHECK(t.times.overhead_s == 0);
+            }
+        }
 }

@@ -12,6 +12,22 @@ namespace roofline::cpu {
 
 using detail::Buffer;
 
+Stream parse_stream(std::string_view name) {
+    if (name == "copy") return Stream::copy;
+    if (name == "scale") return Stream::scale;
+    if (name == "add") return Stream::add;
+    if (name == "triad") return Stream::triad;
+    if (name == "read") return Stream::read;
+    throw InvalidArgument("unknown STREAM kernel '" + std::string(name) + "'; valid: copy, scale, add, triad, read");
+}
+
+std::vector<KernelRun> run_stream_bytes(ThreadTeam& team, const std::vector<Stream>& kernels, double array_bytes,
+                                        int repetitions, int warmup) {
+    if (!(array_bytes >= 64)) throw InvalidArgument("array_bytes must be >= 64, got " + std::to_string(array_bytes));
+    const auto per_thread = static_cast<std::size_t>(array_bytes / 8.0 / team.size());  // fp64 elements
+    return run_stream(team, kernels, per_thread, repetitions, warmup, 1);
+}
+
 const char* stream_name(Stream s) {
     switch (s) {
         case Stream::copy: return "stream_copy";

@@ -213,4 +213,9 @@ std::string fmt_bytes(double b) {
 }
 }  // namespace detail
 
+std::unique_ptr<ThreadTeam> host_team(int threads) {
+    const HostInfo h = host_info();
+    return std::make_unique<ThreadTeam>(threads > 0 ? threads : std::max(1, h.physical_cores), h.cpu_order);
+}
+
 }  // namespace roofline::cpu

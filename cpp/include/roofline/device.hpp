@@ -45,7 +45,7 @@ struct MemoryLevel {
 struct ComputePeak {
     DType format = DType::fp32;
     Unit unit = Unit::vector;
-    double flops = 0;  ///< dense FLOP/s (OP/s for integer formats)
+    double flops_per_s = 0;  ///< dense FLOP/s (OP/s for integer formats)
     bool measured = false;  ///< measured on the device: already achievable, not derated again
     Provenance provenance;
 };
@@ -58,12 +58,12 @@ struct Interconnect {
 
 /// Achievable fractions of the datasheet ceilings and the fixed cost per kernel launch.
 struct Efficiency {
-    double dram_bandwidth = 1.0;    ///< fraction of DRAM bandwidth a streaming kernel reaches
+    double dram_bandwidth_fraction = 1.0;  ///< fraction of DRAM bandwidth a streaming kernel reaches
     /// The fraction was itself measured against the measured DRAM ceiling (a CPU profile's Eigen GEMV over its
     /// read bandwidth), so derated evaluation applies it to a measured DRAM level too; otherwise a measured level
     /// is taken as already achievable and not derated.
     bool dram_applies_to_measured = false;
-    double compute = 1.0;           ///< fraction of the peak a large GEMM reaches
+    double compute_fraction = 1.0;         ///< fraction of the peak a large GEMM reaches
     double launch_overhead_s = 0;   ///< per kernel launch / dispatch
     Provenance provenance;
 };
@@ -125,7 +125,7 @@ public:
     DeviceDB() = default;
     /// Load every *.json in `directory` except schema.json. Ids and aliases must be unique.
     static DeviceDB load_directory(const std::string& directory);
-    /// The directory the core was built from, or $ROOFLINE_HARDWARE_DB when set.
+    /// data_path("hardware_db"): under $ROOFLINE_DATA_DIR when set (data.hpp).
     static std::string default_directory();
 
     void add(Device d);

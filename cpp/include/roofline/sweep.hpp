@@ -4,7 +4,8 @@
 // smallest batch meeting a throughput target) answered by bisection.
 #pragma once
 
-#include "roofline/inference.hpp"
+#include "roofline/estimate.hpp"
+#include "roofline/plan.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -74,16 +75,17 @@ struct SweepTable {
     SweepColumn<std::uint8_t> flash_attention;
     SweepColumn<std::int64_t> point;                 ///< point sweeps: the point's position in the input
     std::vector<SweepColumn<double>> columns;        ///< named by sweep_columns()
-    SweepColumn<std::uint8_t> fits;                  ///< memory.fits
-    SweepColumn<std::uint8_t> prefill_bound, decode_bound;  ///< PhaseBound codes (phase_bound_names())
+    std::vector<SweepColumn<std::uint8_t>> codes;    ///< named by sweep_code_columns(): PhaseBound codes, 0/1 flags
     std::vector<std::string> skipped;                ///< configurations left out, each with the reason
     std::size_t plans = 0;                           ///< plans built (configurations estimated)
 };
 
-/// Names of SweepTable::columns in order: the numeric fields of an estimate (memory fields as memory_<name>).
+/// Names of SweepTable::columns in order: the fields of ROOFLINE_ESTIMATE_FIELDS of type double.
 const std::vector<std::string>& sweep_columns();
-/// An EstimateRow's numbers in the order of sweep_columns() (fits and bounds aside).
-std::vector<double> sweep_row_values(const EstimatePlan& plan, const EstimateRow& row);
+/// Names of SweepTable::codes in order: the other fields of ROOFLINE_ESTIMATE_FIELDS (bounds, flags).
+const std::vector<std::string>& sweep_code_columns();
+/// An EstimateRow's numbers in the order of sweep_columns() (codes aside).
+std::vector<double> sweep_row_values(const EstimateRow& row);
 
 /// Estimate every combination of the axes. Throws InvalidArgument / NotFound naming the axis or the configuration
 /// (unless skip_invalid) before any point is estimated.

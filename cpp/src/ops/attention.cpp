@@ -1,6 +1,7 @@
 #include "roofline/ops/attention.hpp"
 
 #include "roofline/errors.hpp"
+#include "roofline/kv_cache.hpp"
 #include "roofline/ops/pointwise.hpp"
 
 #include <algorithm>
@@ -21,6 +22,10 @@ namespace {
 void check_shape(const AttentionShape& s) {
     check_count("attention batch", s.batch);
     check_count("attention heads", s.heads);
+    check_count("attention kv_heads", s.kv_heads);
+    if (s.kv_heads > 0 && (s.kv_heads > s.heads || std::fmod(s.heads, s.kv_heads) != 0))
+        throw InvalidArgument("attention kv_heads must divide heads (1 <= kv_heads <= heads, or 0 for heads), got kv_heads " +
+                              std::to_string(s.kv_heads) + " for heads " + std::to_string(s.heads));
     check_count("attention seq_q", s.seq_q);
     check_count("attention seq_kv", s.seq_kv);
     check_count("attention head_dim", s.head_dim);
@@ -36,11 +41,24 @@ double causal_fraction(const AttentionShape& s) {
     return (n * (m - n) + n * (n + 1) / 2) / (n * m);
 }
 
-OpCost attention(const AttentionShape& s, const Format& fmt, AttentionKind kind, bool backward, double sram_bytes,
-                 double l2_bytes) {
+FlashTiles flash_tiles(const Device& device) {
+    FlashTiles t;
+    if (!device.has_level(Level::sram) || !(device.level(Level::sram).per_unit_bytes > 0))
+        throw NotFound("flash attention tiles in the SRAM of one compute unit; device '" + device.id +
+                       "' has no SRAM per compute unit in its data (hardware_db 'memory.sram.per_unit_KiB')");
+    t.sram_bytes = device.sram_per_unit_bytes();
+    t.l2_bytes = device.has_level(Level::l2) ? device.capacity(Level::l2) : 0.0;
+    return t;
+}
+
+OpCost attention(const AttentionShape& s, const Format& fmt, AttentionKind kind, bool backward, const FlashTiles& tiles,
+                 const Format* kv_format) {
     check_shape(s);
     const double N = s.seq_q, M = s.seq_kv, d = s.head_dim, e = fmt.bytes_per_element();
     const double bh = s.batch * s.heads;
+    const Format& kv = kv_format ? *kv_format : fmt;
+    const double kv_heads = s.kv_heads > 0 ? s.kv_heads : s.heads;
+    const double KV = kv_bytes(s.batch, M, kv_heads, d, kv);  // K and V of the M positions, once per KV head
     const DType cf = fmt.compute;
     OpCost op;
     op.name = std::string(attention_kind_name(kind)) + "_attention" + (backward ? "_fwd_bwd" : "");
@@ -49,18 +67,21 @@ OpCost attention(const AttentionShape& s, const Format& fmt, AttentionKind kind,
         // forward
         op.add_flops(Unit::matrix, cf, bh * 4.0 * N * M * d);
         op.add_flops(Unit::vector, cf, bh * softmax_flops(N, M));
-        op.add_dram(bh * e * (N * d + 2 * M * d + 2 * N * M), bh * e * (2 * N * M + N * d));
+        op.add_dram(bh * e * (N * d + 2 * N * M) + KV, bh * e * (2 * N * M + N * d));
         op.launches = 3;
-        if (backward) {
+        if (backward) {  // reads K and V again, writes dK and dV (per KV head, in K and V's format)
             op.add_flops(Unit::matrix, cf, bh * 8.0 * N * M * d);
             op.add_flops(Unit::vector, cf, bh * (2.0 * N * M + 2.0 * N * d));
-            op.add_dram(bh * e * (5 * N * M + 5 * N * d + 2 * M * d), bh * e * (2 * N * M + N * d + 2 * M * d));
+            op.add_dram(bh * e * (5 * N * M + 5 * N * d) + KV, bh * e * (2 * N * M + N * d) + KV);
             op.launches += 5;
         }
         return op;
     }
 
-    check_size("attention sram_bytes", sram_bytes, true);
+    const double sram_bytes = tiles.sram_bytes, l2_bytes = tiles.l2_bytes;
+    if (!(sram_bytes > 0) || !std::isfinite(sram_bytes))
+        throw InvalidArgument("flash attention needs sram_bytes > 0, the on-chip SRAM one thread block tiles in (pass "
+                              "sram_bytes= or device=, a device with SRAM per compute unit), got " + std::to_string(sram_bytes));
     check_size("attention l2_bytes", l2_bytes);
     const double E = std::floor(sram_bytes / e);
     if (d > 0 && E < 4 * d)
@@ -74,20 +95,22 @@ OpCost attention(const AttentionShape& s, const Format& fmt, AttentionKind kind,
     // forward: compulsory traffic, then the per-block re-reads of Theorem 2
     op.add_flops(Unit::matrix, cf, bh * 4.0 * N * M * d * f);
     op.add_flops(Unit::vector, cf, bh * (softmax_flops(N, M) * f + 2.0 * N * d * Tc));
-    double read = bh * e * (N * d + 2 * M * d);
+    double read = bh * e * N * d + KV;
     double written = bh * (e * N * d + (backward ? kStat * 2 * N : 0.0));
     double reread = bh * (e * 2 * N * d * f + kStat * 2 * N) * extra;
     double rewritten = bh * (e * N * d * f + kStat * 2 * N) * extra;
-    double tiles = bh * e * 2 * N * M * f;  // S and P tiles, written and read once each, in SRAM
+    double tiles_bytes = bh * e * 2 * N * M * f;  // S and P tiles, written and read once each, in SRAM
+    double kv_passes = 1;                          // K, V read from DRAM (and, backward, dK, dV written)
     op.launches = 1;
     if (backward) {
         op.add_flops(Unit::matrix, cf, bh * 10.0 * N * M * d * f);
         op.add_flops(Unit::vector, cf, bh * (softmax_flops(N, M) * f + 2.0 * N * M * f + 2.0 * N * d * Tc));
-        read += bh * (e * (3 * N * d + 2 * M * d) + kStat * 2 * N);  // Q, O, dO, K, V and the statistics
-        written += bh * e * (N * d + 2 * M * d);                     // dQ, dK, dV
+        read += bh * (e * 3 * N * d + kStat * 2 * N) + KV;           // Q, O, dO, the statistics; K, V
+        written += bh * e * N * d + KV;                              // dQ; dK, dV
         reread += bh * (e * 4 * N * d * f + kStat * 2 * N) * extra;  // Q, O, dO, dQ and m, l per further block
         rewritten += bh * e * N * d * f * extra;                     // dQ per further block
-        tiles += bh * e * 2 * N * M * f;
+        tiles_bytes += bh * e * 2 * N * M * f;
+        kv_passes = 2;
         op.launches += 1;
     }
     // The rows re-read per column block are one (batch, head)'s Q, O (and dO, dQ); when they fit in L2 the
@@ -96,7 +119,11 @@ OpCost attention(const AttentionShape& s, const Format& fmt, AttentionKind kind,
     const bool l2_hits = l2_bytes > 0 && working_set <= l2_bytes;
     op.add_dram(read + (l2_hits ? 0 : reread), written + (l2_hits ? 0 : rewritten));
     if (l2_hits) op.add_level(Level::l2, reread, rewritten);
-    op.add_level(Level::sram, read + reread + tiles, written + rewritten + tiles);
+    // Every byte that enters or leaves SRAM: each query head's blocks load their K and V tiles (and, backward,
+    // write their dK, dV), so SRAM sees K and V once per query head, DRAM once per KV head.
+    const double kv_sram = KV * (s.heads / kv_heads) - KV;  // the group's further loads
+    op.add_level(Level::sram, read + kv_passes * kv_sram + reread + tiles_bytes,
+                 written + (backward ? kv_sram : 0.0) + rewritten + tiles_bytes);
     return op;
 }
 
@@ -117,7 +144,7 @@ OpCost decode_attention(double batch, double heads, double kv_heads, double cont
     op.add_flops(Unit::matrix, act.compute, batch * heads * 4.0 * context * head_dim);
     op.add_flops(Unit::vector, act.compute, batch * softmax_flops(heads, context));
     op.add_dequant(kv, cache_elements);
-    double read = cache_elements * kv.bytes_per_element() + batch * heads * head_dim * ea;
+    double read = kv_bytes(batch, context, kv_heads, head_dim, kv) + batch * heads * head_dim * ea;
     double written = batch * heads * head_dim * ea;
     op.launches = 1;
     if (kind == AttentionKind::standard) {
@@ -138,18 +165,7 @@ OpCost kv_append(double batch, double tokens, double kv_heads, double head_dim, 
     OpCost op;
     op.name = "kv_append";
     op.add_dequant(kv, n);
-    op.add_dram(n * act.bytes_per_element(), n * kv.bytes_per_element());
-    op.launches = 1;
-    return op;
-}
-
-OpCost embedding_lookup(double tokens, double hidden, const Format& table, const Format& out) {
-    check_count("embedding_lookup tokens", tokens);
-    check_count("embedding_lookup hidden", hidden);
-    OpCost op;
-    op.name = "embedding_lookup";
-    op.add_dequant(table, tokens * hidden);
-    op.add_dram(tokens * hidden * table.bytes_per_element() + tokens * 4.0, tokens * hidden * out.bytes_per_element());
+    op.add_dram(n * act.bytes_per_element(), kv_bytes(batch, tokens, kv_heads, head_dim, kv));
     op.launches = 1;
     return op;
 }

@@ -2,6 +2,7 @@
 // decode attention over a KV cache; appending to the KV cache.
 #pragma once
 
+#include "roofline/device.hpp"
 #include "roofline/format.hpp"
 #include "roofline/op.hpp"
 
@@ -15,19 +16,31 @@ std::string_view attention_kind_name(AttentionKind k);
 
 struct AttentionShape {
     double batch = 1;
-    double heads = 1;      ///< query heads; K and V are read per query head (grouped heads are not shared here)
+    double heads = 1;      ///< query heads
     double seq_q = 1;      ///< N: query tokens
     double seq_kv = 1;     ///< M: key/value tokens (the queries are the last N of them)
     double head_dim = 64;  ///< d
     bool causal = false;   ///< query i attends keys up to its own position
+    double kv_heads = 0;   ///< KV heads (GQA: heads / group); 0 = heads (multi-head attention)
 };
+
+/// Flash attention's on-chip budget: the SRAM one thread block tiles in, and the L2 that may catch re-reads.
+struct FlashTiles {
+    double sram_bytes = 0;  ///< per compute unit
+    double l2_bytes = 0;    ///< 0: no cache between SRAM and DRAM (FlashAttention's Theorem 2 model)
+};
+/// The tiles flash attention uses on `device`: its SRAM per compute unit and its L2 capacity (0 without an L2).
+/// Throws NotFound naming the device when its data has no SRAM per compute unit.
+FlashTiles flash_tiles(const Device& device);
 
 /// Fraction of the N×M query-key pairs a causal mask keeps, queries being the last N of M positions:
 /// (N·(M−N) + N·(N+1)/2) / (N·M); 1 when not causal.
 double causal_fraction(const AttentionShape& s);
 
 /// Counts per (batch, head), in elements of `fmt` unless noted, then × batch·heads. N = seq_q, M = seq_kv,
-/// d = head_dim, f = causal_fraction.
+/// d = head_dim, f = causal_fraction. K and V (and dK, dV) are counted per (batch, KV head) in `kv` (the KV cache's
+/// format; `fmt` when null): kv_bytes, the GQA convention decode attention uses too. Tiles that enter SRAM are
+/// counted per query head (each query head's thread blocks load their own K and V tiles).
 ///
 /// standard forward (three kernels; the mask does not skip work in dense GEMMs):
 ///   S = Q·Kᵀ  2NMd FLOPs; read Q (Nd), K (Md); write S (NM)
@@ -52,11 +65,11 @@ double causal_fraction(const AttentionShape& s);
 ///   counted at the sram level, with every byte that enters or leaves SRAM.
 /// Matrix products run on matrix units in fmt's compute format, softmax and elementwise work on vector units.
 OpCost attention(const AttentionShape& shape, const Format& fmt, AttentionKind kind, bool backward = false,
-                 double sram_bytes = 0, double l2_bytes = 0);
+                 const FlashTiles& tiles = {}, const Format* kv = nullptr);
 
 /// One new query token per sequence attending a KV cache of `context` tokens (including itself).
-/// Per sequence: read K and V of the cache (2·context·kv_heads·d in kv's format; grouped query heads share
-/// them), read q and write o (heads·d each, act's format). FLOPs heads·(4·context·d) + softmax_flops(heads,
+/// Per sequence: read K and V of the cache (kv_bytes: 2·context·kv_heads·d in kv's format; grouped query heads
+/// share them), read q and write o (heads·d each, act's format). FLOPs heads·(4·context·d) + softmax_flops(heads,
 /// context) on matrix units, plus kv.dequant_flops_per_element per cache element read (OpCost::add_dequant).
 /// standard additionally writes and reads the scores and probabilities (4·heads·context elements of act) in
 /// three launches; flash keeps them on chip in one launch.
@@ -64,13 +77,8 @@ OpCost decode_attention(double batch, double heads, double kv_heads, double cont
                         const Format& act, const Format& kv, AttentionKind kind = AttentionKind::flash);
 
 /// Write `tokens` new tokens' K and V per sequence into the cache: read 2·tokens·kv_heads·d elements of act,
-/// write the same count in kv's format; kv.dequant_flops_per_element FLOPs per element (quantizing costs
+/// write them in kv's format (kv_bytes); kv.dequant_flops_per_element FLOPs per element (quantizing costs
 /// about what dequantizing does). One launch.
 OpCost kv_append(double batch, double tokens, double kv_heads, double head_dim, const Format& act, const Format& kv);
-
-/// Gather `tokens` rows of a vocab×hidden table: read tokens·hidden elements of `table` and the int32 ids,
-/// write tokens·hidden elements of `out`; table.dequant_flops_per_element per element read. One launch.
-/// (The table's size does not matter: only the gathered rows move.)
-OpCost embedding_lookup(double tokens, double hidden, const Format& table, const Format& out);
 
 }  // namespace roofline::ops

@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace roofline::cpu {
@@ -49,6 +50,9 @@ private:
     std::unique_ptr<Impl> impl_;
 };
 
+/// A team on this host: `threads` threads (0: one per physical core), pinned in the OS's core order.
+std::unique_ptr<ThreadTeam> host_team(int threads = 0);
+
 struct Stats {
     double min = 0, median = 0, max = 0;
     long long repetitions = 0;
@@ -72,6 +76,11 @@ const char* stream_name(Stream s);
 /// cache-resident sizes, so one run lasts long enough to time). Bytes counted the STREAM way (no write-allocate).
 std::vector<KernelRun> run_stream(ThreadTeam& team, const std::vector<Stream>& kernels, std::size_t elements_per_thread,
                                   int repetitions, int warmup, int inner = 1);
+/// "copy", "scale", "add", "triad" or "read"; InvalidArgument naming the valid ones otherwise.
+Stream parse_stream(std::string_view name);
+/// run_stream over arrays of `array_bytes` each (>= 64), split evenly across the team's threads.
+std::vector<KernelRun> run_stream_bytes(ThreadTeam& team, const std::vector<Stream>& kernels, double array_bytes,
+                                        int repetitions, int warmup);
 /// Peak FMA throughput: independent accumulator chains, `iterations` FMAs per chain per run. dtype fp32 or fp64.
 KernelRun run_fma(ThreadTeam& team, DType dtype, long long iterations, int repetitions, int warmup);
 /// C[m×n] = A[m×k]·B[k×n] with Eigen; the n columns split across the threads, one Eigen GEMM per thread on its block

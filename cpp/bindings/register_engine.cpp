@@ -1,0 +1,62 @@
+#include "bindings.hpp"
+
+#include "roofline/engine.hpp"
+
+using namespace roofline;
+
+void register_engine(py::module_& m) {
+    py::class_<LinearKernel>(m, "LinearKernel", "A kernel an engine runs linear layers with")
+        .def_readonly("name", &LinearKernel::name)
+        .def_readonly("weights", &LinearKernel::weights, "weight formats it handles ('*', 'float', 'quantized' or names)")
+        .def_readonly("max_rows", &LinearKernel::max_rows, "used up to this many rows (inf: no limit)")
+        .def_property_readonly("unit", [](const LinearKernel& k) { return std::string(unit_name(k.unit)); })
+        .def_readonly("compute", &LinearKernel::compute, "'activation' or the format of its multiply-adds")
+        .def_readonly("tile_m", &LinearKernel::tile_m)
+        .def_readonly("tile_n", &LinearKernel::tile_n)
+        .def_readonly("dequant_every_rows", &LinearKernel::dequant_every_rows)
+        .def_readonly("dequant_overlapped", &LinearKernel::dequant_overlapped)
+        .def_property_readonly("source", [](const LinearKernel& k) { return k.provenance.source; })
+        .def_property_readonly("uncertain", [](const LinearKernel& k) { return k.provenance.uncertain; });
+
+    py::class_<EngineBackend>(m, "EngineBackend", "An engine on one backend, every property resolved")
+        .def_readonly("backend", &EngineBackend::backend)
+        .def_readonly("kernel_fixed_cost_scale", &EngineBackend::kernel_fixed_cost_scale)
+        .def_readonly("activation_format", &EngineBackend::activation_format)
+        .def_readonly("linear_kernels", &EngineBackend::linear_kernels)
+        .def_readonly("fused_qkv", &EngineBackend::fused_qkv)
+        .def_readonly("logits_last_token_only", &EngineBackend::logits_last_token_only)
+        .def_readonly("runtime_overhead_bytes", &EngineBackend::runtime_overhead_bytes)
+        .def_property_readonly("all_reduce", [](const EngineBackend& b) { return std::string(all_reduce_name(b.all_reduce)); })
+        .def_readonly("collective_step_latency_s", &EngineBackend::collective_step_latency_s)
+        .def_readonly("vocab_parallel", &EngineBackend::vocab_parallel)
+        .def_property_readonly(
+            "sources",
+            [](const EngineBackend& b) {
+                std::map<std::string, std::pair<std::string, std::string>> out;
+                for (const auto& [k, p] : b.sources) out[k] = {p.source, p.uncertain};
+                return out;
+            },
+            "property -> (source, uncertain)");
+
+    py::class_<Engine, std::shared_ptr<Engine>>(m, "Engine", "An inference engine of engine_db, per backend")
+        .def_readonly("id", &Engine::id)
+        .def_readonly("name", &Engine::name)
+        .def_readonly("summary", &Engine::summary)
+        .def_readonly("aliases", &Engine::aliases)
+        .def_readonly("based_on", &Engine::based_on)
+        .def_readonly("origin", &Engine::origin)
+        .def_readonly("backends", &Engine::backends)
+        .def_readonly("native_backend", &Engine::native_backend)
+        .def("backend", &Engine::backend, py::arg("name"), py::return_value_policy::copy,
+             "The engine on a backend (any, cuda, rocm, metal, vulkan, cpu)")
+        .def("on", &Engine::on, py::arg("device"), py::return_value_policy::copy, "The backend the engine runs on for a device")
+        .def("to_json", &Engine::to_json, py::arg("indent") = 2)
+        .def("__repr__", [](const Engine& e) { return "<Engine " + e.id + ": " + e.name + ">"; });
+
+    m.def("engine_names", &engine_names, "Ids of the engines of the default engine_db");
+    m.def(
+        "engine", [](const std::string& name) { return Engine(*engine(name)); }, py::arg("name"),
+        "An engine of the default engine_db by id or alias (case-insensitive)");
+    m.def("load_engine_directory", [](const std::string& dir) { return EngineDB::load_directory(dir).engines(); },
+          py::arg("directory"), "Every engine of an engine_db folder (validated)");
+}

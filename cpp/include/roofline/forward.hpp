@@ -1,0 +1,138 @@
+// The forward pass of a phase as operators: prefill of B×P tokens, or one decode step at context c — the distinct
+// ops of a pass (slots, built once per model × formats × engine options) and each one's cost at a point.
+#pragma once
+
+#include "roofline/device.hpp"
+#include "roofline/engine.hpp"
+#include "roofline/format.hpp"
+#include "roofline/model.hpp"
+#include "roofline/op.hpp"
+#include "roofline/ops/attention.hpp"
+#include "roofline/weights.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace roofline {
+
+/// One line of a phase's operator list: `count` identical ops.
+struct PhaseOp {
+    std::string name;   ///< "attn_q", "attention", "ffn_down", "rope", "output", "all_reduce", ...
+    OpCost cost;        ///< one instance (empty for all_reduce)
+    double count = 1;
+    double collective_bytes = 0;  ///< all_reduce: bytes each rank contributes (timed on the interconnect)
+};
+
+/// What the engine, the configuration and the device decide of a forward pass.
+struct PhaseOptions {
+    Format activation = format_of(DType::fp16);  ///< activations between ops
+    Format kv = format_of(DType::fp16);          ///< KV cache
+    ops::AttentionKind attention = ops::AttentionKind::standard;
+    ops::FlashTiles flash;                       ///< flash attention's on-chip tiles (ops::flash_tiles)
+    bool logits_last_token_only = true;          ///< prefill computes the output head for the last token only
+    bool fused_qkv = false;                      ///< attn_q, attn_k, attn_v of one format run as one "attn_qkv" GEMM
+    bool vocab_parallel = true;                  ///< tensor parallel splits the output head by vocabulary (else replicated)
+    int tensor_parallel = 1;                     ///< weights and heads split over this many devices
+    double compute_units = 1;                    ///< SMs / CUs / GPU cores the tiles are spread over
+    std::string engine_id = "engine";            ///< for error messages
+    std::vector<LinearKernel> linear_kernels{LinearKernel{}};  ///< the engine's kernels (EngineBackend::linear_kernels)
+};
+
+/// The options of an engine backend with a KV format, attention kind and tensor-parallel degree (the device's parts
+/// — compute units, flash tiles — are added by with_device).
+PhaseOptions phase_options(const EngineBackend& engine, std::string_view engine_id, const Format& kv, bool flash_attention,
+                           int tensor_parallel);
+/// The device's parts: its compute units, and flash attention's tiles sized to its SRAM and L2.
+void with_device(PhaseOptions& options, const Device& device);
+
+/// How a slot's cost depends on the point (batch, tokens, past) of a forward pass.
+enum class SlotKind : std::uint8_t {
+    rows,        ///< a function of its rows alone: norms, pointwise maps, embedding lookup, KV append, router softmax
+    linear,      ///< a projection through a weight tensor: the engine's kernel for its weight format and rows
+    moe,         ///< a mixture-of-experts projection: routed rows and the expected number of active experts
+    attention,   ///< attention over the KV cache: decode attention for one new token, tiled attention otherwise
+    all_reduce,  ///< the tensor-parallel sum of partial outputs: rows × bytes_per_row over the interconnect
+};
+
+/// The builder a `rows` slot calls, with its rows × `scale` as the first argument.
+enum class RowsBuilder : std::uint8_t { elementwise, rmsnorm, layernorm, embedding, softmax, kv_append };
+
+/// A linear layer's kernel as a slot runs it: up to `max_rows` rows, on `unit`, multiply-adds in `compute`.
+struct LinearPath {
+    double max_rows = 0;
+    Unit unit = Unit::matrix;
+    DType compute = DType::fp16;
+    double tile_m = 64, tile_n = 64;
+    double dequant_every_rows = 0;
+    bool dequant_overlapped = true;
+    bool operator==(const LinearPath& o) const {
+        return max_rows == o.max_rows && unit == o.unit && compute == o.compute && tile_m == o.tile_m &&
+               tile_n == o.tile_n && dequant_every_rows == o.dequant_every_rows && dequant_overlapped == o.dequant_overlapped;
+    }
+};
+
+/// One distinct operator of a forward pass, with the number of times a pass runs it (layers that have it). Its
+/// shape is fixed by the model, formats and options; only the point (batch, tokens, past) is left to choose.
+struct OpSlot {
+    std::string name;          ///< as forward_ops names the op
+    SlotKind kind = SlotKind::rows;
+    double count = 0;          ///< instances per forward pass
+    bool per_sequence = false; ///< rows are the batch, not batch × tokens (the output head of the last token)
+    // rows: builder(rows × scale, a, b, c) in `format` (the table's format for an embedding)
+    RowsBuilder builder = RowsBuilder::elementwise;
+    double scale = 1, a = 0, b = 0, c = 0;
+    Format format;             ///< weights (linear, moe, embedding); activations otherwise
+    // linear, moe: k input features, n output features per rank; moe: experts and experts used per token
+    double k = 0, n = 0, experts = 0, top_k = 0;
+    std::vector<LinearPath> paths;  ///< linear, moe: the kernels by rows (the last without limit)
+    // attention: heads and KV heads per rank, head_dim, sliding window (0: full attention)
+    double heads = 0, kv_heads = 0, head_dim = 0, window = 0;
+    double bytes_per_row = 0;  ///< all_reduce: bytes each rank contributes per row
+};
+
+/// The distinct operators of a forward pass in the order forward_ops lists them: O(tensors), built once per
+/// (model, formats, options). Throws InvalidArgument when tensor_parallel does not divide the heads, the formats do
+/// not match the tensors, or the engine has no kernel for a weight format.
+std::vector<OpSlot> forward_slots(const Model& model, const std::vector<TensorFormat>& formats, const PhaseOptions& options);
+
+/// Rows a slot processes at a point: batch × tokens, or the batch for per-sequence slots.
+inline double slot_rows(const OpSlot& s, double batch, double tokens) { return s.per_sequence ? batch : batch * tokens; }
+
+/// One instance of a slot at (batch, tokens, past): the operator builders' count (ops/*.hpp). all_reduce slots
+/// return an empty cost (their bytes are rows × bytes_per_row, timed on the interconnect).
+OpCost slot_cost(const OpSlot& slot, const PhaseOptions& options, double batch, double tokens, double past);
+
+/// The path a linear or moe slot runs at `rows` rows: the first whose max_rows is not exceeded.
+inline std::size_t linear_path(const OpSlot& s, double rows) {
+    std::size_t i = 0;
+    while (i + 1 < s.paths.size() && rows > s.paths[i].max_rows) ++i;
+    return i;
+}
+/// A linear slot's GEMM over `rows` rows through path `p`, with utilization 1 and its weights dequantized once.
+OpCost linear_gemm(const OpSlot& slot, const PhaseOptions& options, double rows, const LinearPath& p);
+/// A linear slot's weights dequantized once more (vector FLOPs): what each further block of rows costs a kernel
+/// that dequantizes per block (LinearPath::dequant_every_rows > 0).
+OpCost linear_dequant_pass(const OpSlot& slot, const LinearPath& p);
+/// How many times beyond the first path `p` dequantizes a linear slot's weights at `rows` rows.
+inline double linear_extra_dequant_passes(const OpSlot& slot, const LinearPath& p, double rows) {
+    if (p.dequant_every_rows > 0 && slot.format.dequant_flops_per_element > 0) return std::ceil(rows / p.dequant_every_rows) - 1;
+    return 0;
+}
+/// Fraction of the matrix units path `p` keeps busy at `rows` rows (ops::gemm_utilization); 1 on vector units.
+double linear_utilization(const OpSlot& slot, const PhaseOptions& options, double rows, const LinearPath& p);
+
+/// Operators of one forward pass over `batch` sequences of `tokens` new tokens each, after `past` tokens
+/// already in the KV cache: prefill is (tokens = P, past = 0), a decode step at context c is (1, c - 1).
+/// Identical ops of different layers are merged (count). Per-device ops under tensor parallelism.
+/// (The slots of forward_slots, each instantiated by slot_cost at this point.)
+std::vector<PhaseOp> forward_ops(const Model& model, const std::vector<TensorFormat>& formats, double batch,
+                                 double tokens, double past, const PhaseOptions& options);
+
+/// Whether tensor parallel keeps weight tensor `w` whole on every rank: norms, learned positions, the biases added
+/// after a row-split projection (attn_output, ffn_down), and the embedding and output head unless
+/// options.vocab_parallel. forward_slots splits every other tensor over the ranks.
+bool replicated_under_tensor_parallel(const WeightTensor& w, const PhaseOptions& options);
+
+}  // namespace roofline

@@ -1,0 +1,84 @@
+// Estimate plans: a model × device × configuration built once and evaluated at any (batch, prompt tokens, generated
+// tokens) in O(1) in the number of layers and of tokens. How: docs/architecture.md ("The path of one estimate").
+#pragma once
+
+#include "roofline/device.hpp"
+#include "roofline/estimate.hpp"
+#include "roofline/model.hpp"
+#include "roofline/roofline.hpp"
+#include "roofline/weights.hpp"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace roofline {
+
+/// The configuration a plan is built for: everything of a Workload but the point (batch, prompt, generated tokens)
+/// and speculative decoding.
+struct PlanConfig {
+    std::string quant = "Q4_K_M";
+    std::string kv_dtype = "f16";
+    bool flash_attention = false;
+    std::string engine = "llama.cpp";
+    int tensor_parallel = 1;
+};
+
+/// Memory one rank needs at a point (bytes).
+struct MemoryUse {
+    double weights = 0, kv_cache = 0, activations = 0, overhead = 0, total = 0, capacity = 0;
+    bool fits = false;
+};
+
+/// Totals of a phase: the timing rule summed over its ops at both ceilings, the derated components summed (for the
+/// phase's bound), FLOPs and DRAM bytes.
+struct PhaseSums {
+    double seconds = 0, ideal_seconds = 0;
+    CeilingTimes derated;  ///< Σ count × components, matrix compute ÷ each op's utilization
+    double flops = 0, bytes = 0;
+};
+
+class EstimatePlan {
+public:
+    /// Validates the configuration for the device — engine, KV format, quantization, interconnect, heads — in that
+    /// order, and builds every op of the forward pass once. `formats` (optional): the model's
+    /// estimate_tensor_formats for the quant, when the caller shares them between plans.
+    EstimatePlan(const Model& model, const Device& device, const PlanConfig& config,
+                 const std::vector<TensorFormat>* formats = nullptr);
+
+    /// Everything estimate() returns but names and speculative decoding; `breakdown` (optional) gets the per-op rows.
+    /// Checks the point (batch >= 1, whole token counts, prompt + gen >= 1).
+    EstimateRow evaluate(double batch, double prompt, double gen, std::vector<BreakdownRow>* breakdown = nullptr) const;
+    /// The full estimate of a point, with its configuration and the breakdown.
+    Estimate estimate(double batch, double prompt, double gen, bool breakdown = true) const;
+
+    /// A forward pass over `batch` × `tokens` new tokens after `past` (speculative decoding's draft and verify).
+    PhaseSums phase(double batch, double tokens, double past) const;
+    MemoryUse memory(double batch, double prompt, double gen) const;
+    double max_batch(double prompt, double gen) const;            ///< largest batch that fits (memory is affine in it)
+    double max_context(double batch) const;                       ///< longest context that fits (bisection)
+    double compute_bound_batch(double prompt, double gen) const;  ///< smallest compute-bound decode batch (0: none)
+
+    /// Throws InvalidArgument naming the bad value unless batch >= 1 and the token counts are whole and sum to >= 1.
+    static void check_point(double batch, double prompt, double gen);
+
+    const std::string& model_id() const;
+    const std::string& device_id() const;
+    const std::string& engine_id() const;
+    const std::string& backend() const;
+    const PlanConfig& config() const;
+    double parameters() const;
+    double weight_bytes() const;
+    double bits_per_weight() const;
+    std::size_t op_slots() const;
+
+    /// The plan's parts (src/plan_impl.hpp): for the sweep, which shares them between plans and points.
+    struct Impl;
+    explicit EstimatePlan(std::shared_ptr<const Impl> impl);
+    const Impl& impl() const { return *impl_; }
+
+private:
+    std::shared_ptr<const Impl> impl_;
+};
+
+}  // namespace roofline

@@ -1,0 +1,99 @@
+#include "roofline/deployment.hpp"
+
+#include "roofline/errors.hpp"
+#include "roofline/plan.hpp"
+#include "roofline/sweep.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+namespace roofline {
+
+std::vector<Deployment> cheapest_deployments(const DeploymentRequest& r) {
+    if (!r.model) throw InvalidArgument("cheapest deployments: no model");
+    if (r.devices.empty()) throw InvalidArgument("cheapest deployments: 'devices' must list at least one device");
+    if (r.price_per_hour.size() != r.devices.size())
+        throw InvalidArgument("cheapest deployments: one price per device is needed (" + std::to_string(r.devices.size()) +
+                              "), got " + std::to_string(r.price_per_hour.size()));
+    for (std::size_t i = 0; i < r.devices.size(); ++i) {
+        if (!r.devices[i]) throw InvalidArgument("cheapest deployments: devices[" + std::to_string(i) + "] is null");
+        check_size("price_per_hour['" + r.devices[i]->id + "']", r.price_per_hour[i]);
+    }
+    check_size("target_tokens_per_s", r.target_tokens_per_s, true);
+    if (r.quants.empty()) throw InvalidArgument("cheapest deployments: 'quant' must list at least one quantization");
+    const Architecture& a = r.model->arch;
+    std::vector<int> counts = r.counts;
+    if (counts.empty()) {
+        for (int c : {1, 2, 4, 8})
+            if (a.n_head % c == 0 && a.n_kv_head % c == 0) counts.push_back(c);  // the defaults divide the heads
+    }
+    for (int c : counts)
+        if (c < 1 || c > 1024) throw InvalidArgument("tensor_parallel must be a whole number within [1, 1024], got " + std::to_string(c));
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    const double target = r.target_tokens_per_s;
+    std::vector<Deployment> rows;
+    for (std::size_t di = 0; di < r.devices.size(); ++di) {
+        const Device& dev = *r.devices[di];
+        const double price = r.price_per_hour[di];
+        for (int count : counts)
+            for (const std::string& q : r.quants) {
+                if (std::any_of(rows.begin(), rows.end(), [&](const Deployment& x) {
+                        return x.device == dev.id && x.count == count && x.quant == q;
+                    }))
+                    continue;  // a repeated quantization
+                Deployment row;
+                row.device = dev.id;
+                row.count = count;
+                row.quant = q;
+                row.tpot_s = row.ttft_s = nan;
+                row.cost_per_hour = price * count;
+                row.cost_per_million_tokens = row.cost_per_million_tokens_at_capacity = nan;
+                try {
+                    const EstimatePlan plan(*r.model, dev, PlanConfig{q, r.kv_dtype, r.flash_attention, r.engine, count});
+                    ThroughputAnswer ans = min_batch_for_throughput(plan, r.prompt_tokens, r.gen_tokens, target, r.tpot_s, r.ttft_s);
+                    const double capacity = ans.capacity.feasible ? ans.capacity.at.decode_tokens_per_s_total : 0.0;
+                    row.capacity_tokens_per_s = capacity;
+                    int copies = 1;
+                    if (!ans.feasible && r.replicas && ans.capacity.feasible && capacity > 0) {
+                        copies = static_cast<int>(std::ceil(target / capacity));
+                        ans = min_batch_for_throughput(plan, r.prompt_tokens, r.gen_tokens, target / copies, r.tpot_s, r.ttft_s);
+                        if (ans.feasible) ans.reason = std::to_string(copies) + " replicas; " + ans.reason;
+                    }
+                    row.reason = ans.reason;
+                    if (ans.feasible) {
+                        const EstimateRow& at = ans.at;
+                        const double hourly = price * count * copies;
+                        row.feasible = true;
+                        row.batch = ans.batch;
+                        row.replicas = copies;
+                        row.tokens_per_s = at.decode_tokens_per_s_total * copies;
+                        row.tpot_s = at.tpot_s;
+                        row.ttft_s = at.ttft_s;
+                        row.cost_per_hour = hourly;
+                        row.cost_per_million_tokens = hourly / (3600.0 * target) * 1e6;
+                        row.cost_per_million_tokens_at_capacity = hourly / (3600.0 * capacity * copies) * 1e6;
+                    }
+                } catch (const Error& e) {  // a configuration that cannot be estimated stays in the table, with why
+                    row.reason = e.what();
+                }
+                rows.push_back(std::move(row));
+            }
+    }
+    std::vector<std::size_t> order(rows.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t i, std::size_t j) {
+        const Deployment &x = rows[i], &y = rows[j];
+        if (x.feasible != y.feasible) return x.feasible;
+        if (x.feasible && x.cost_per_million_tokens != y.cost_per_million_tokens)
+            return x.cost_per_million_tokens < y.cost_per_million_tokens;
+        return x.capacity_tokens_per_s > y.capacity_tokens_per_s;
+    });
+    std::vector<Deployment> out;
+    out.reserve(rows.size());
+    for (std::size_t i : order) out.push_back(rows[i]);
+    return out;
+}
+
+}  // namespace roofline

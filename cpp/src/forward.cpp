@@ -1,0 +1,436 @@
+#include "roofline/forward.hpp"
+
+#include "roofline/errors.hpp"
+#include "roofline/kv_cache.hpp"
+#include "roofline/ops/embedding.hpp"
+#include "roofline/ops/linear.hpp"
+#include "roofline/ops/pointwise.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <sstream>
+#include <unordered_map>
+
+namespace roofline {
+
+namespace {
+
+// FLOPs per element of an activation function, applied once per element (gated: act(gate) * up adds 1).
+double activation_flops(const std::string& act) {
+    const std::string a = to_lower(act);
+    if (a.find("gelu") != std::string::npos) return 8;  // tanh approximation: x·(1 + tanh(√(2/π)(x + 0.044715x³)))/2
+    return 4;                                            // silu: x / (1 + exp(−x))
+}
+
+// What forward_slots does with a layer tensor of a role (one hash lookup instead of a chain of comparisons).
+enum class Role { other, norm, q_norm, k_norm, projection, router, experts, attn_output, ffn_down };
+Role role_kind(const std::string& role) {
+    static const std::unordered_map<std::string, Role> roles = {
+        {"attn_norm", Role::norm}, {"ffn_norm", Role::norm}, {"post_attention_norm", Role::norm},
+        {"post_ffw_norm", Role::norm}, {"attn_q_norm", Role::q_norm}, {"attn_k_norm", Role::k_norm},
+        {"attn_q", Role::projection}, {"attn_k", Role::projection}, {"attn_v", Role::projection},
+        {"attn_qkv", Role::projection}, {"ffn_gate", Role::projection}, {"ffn_up", Role::projection},
+        {"ffn_gate_shexp", Role::projection}, {"ffn_up_shexp", Role::projection}, {"ffn_down_shexp", Role::projection},
+        {"ffn_gate_inp", Role::router}, {"ffn_gate_exps", Role::experts}, {"ffn_up_exps", Role::experts},
+        {"ffn_down_exps", Role::experts}, {"attn_output", Role::attn_output}, {"ffn_down", Role::ffn_down}};
+    const auto it = roles.find(role);
+    return it == roles.end() ? Role::other : it->second;
+}
+
+bool same_format(const Format& x, const Format& y) {
+    return x.name == y.name && x.bits_per_element == y.bits_per_element && x.compute == y.compute &&
+           x.dequant_flops_per_element == y.dequant_flops_per_element;
+}
+
+// Everything but the count: two slots that compare equal cost the same at every point.
+bool same_slot(const OpSlot& x, const OpSlot& y) {
+    return x.kind == y.kind && x.per_sequence == y.per_sequence && x.builder == y.builder && x.scale == y.scale &&
+           x.a == y.a && x.b == y.b && x.c == y.c && x.k == y.k && x.n == y.n && x.experts == y.experts &&
+           x.top_k == y.top_k && x.heads == y.heads && x.kv_heads == y.kv_heads && x.head_dim == y.head_dim &&
+           x.window == y.window && x.bytes_per_row == y.bytes_per_row && x.name == y.name && same_format(x.format, y.format) &&
+           x.paths == y.paths;
+}
+
+
+// The slots of one forward pass, layer by layer; layers identical to one seen before are merged without a search.
+struct SlotBuilder {
+    const Model& m;
+    const std::vector<TensorFormat>& formats;
+    const PhaseOptions& opt;
+    std::vector<OpSlot> slots;
+    std::vector<OpSlot> layer;  // the current layer's candidates
+    std::vector<std::pair<std::string, std::vector<LinearPath>>> paths_by_format;  // the engine's kernels per format
+
+    // The engine's kernels for linear layers of weights in `f`, resolved once per format.
+    const std::vector<LinearPath>& paths(const Format& f) {
+        for (const auto& [name, p] : paths_by_format)
+            if (name == f.name) return p;
+        EngineBackend e;
+        e.linear_kernels = opt.linear_kernels;
+        std::vector<LinearPath> out;
+        for (const LinearKernel& k : e.kernels_for(f, opt.engine_id)) {
+            LinearPath p;
+            p.max_rows = k.max_rows;
+            p.unit = k.unit;
+            p.compute = k.compute == "activation" ? opt.activation.compute : parse_dtype(k.compute);
+            p.tile_m = k.tile_m;
+            p.tile_n = k.tile_n;
+            p.dequant_every_rows = k.dequant_every_rows;
+            p.dequant_overlapped = k.dequant_overlapped;
+            out.push_back(p);
+        }
+        paths_by_format.emplace_back(f.name, std::move(out));
+        return paths_by_format.back().second;
+    }
+
+    double tp() const { return static_cast<double>(opt.tensor_parallel); }
+
+    OpSlot& add(std::string name, SlotKind kind) {
+        OpSlot s;
+        s.name = std::move(name);
+        s.kind = kind;
+        s.count = 1;
+        s.format = opt.activation;
+        layer.push_back(std::move(s));
+        return layer.back();
+    }
+    OpSlot& rows(std::string name, RowsBuilder builder, double scale, double a, double b = 0, double c = 0) {
+        OpSlot& s = add(std::move(name), SlotKind::rows);
+        s.builder = builder;
+        s.scale = scale;
+        s.a = a;
+        s.b = b;
+        s.c = c;
+        return s;
+    }
+    // A projection through weight tensor i: x[rows × ne0] · W → [rows × ne1], its outputs split over the
+    // tensor-parallel ranks unless `split` is false (a matrix every rank holds whole).
+    OpSlot& linear(std::size_t i, std::string name, bool split = true) {
+        const WeightTensor& w = m.tensors[i];
+        const std::vector<LinearPath>& p = paths(formats[i].format);
+        OpSlot& s = add(std::move(name), SlotKind::linear);
+        s.format = formats[i].format;
+        s.k = w.shape[0];
+        s.n = split ? w.shape[1] / tp() : w.shape[1];
+        s.paths = p;
+        return s;
+    }
+    // Q, K and V of the current layer as one "attn_qkv" GEMM over their concatenated outputs, where the three
+    // read the same input in the same format (a mix that stores attn_v differently keeps three kernels).
+    void fuse_qkv() {
+        auto find = [&](const char* name) {
+            return std::find_if(layer.begin(), layer.end(),
+                                [&](const OpSlot& s) { return s.kind == SlotKind::linear && s.name == name; });
+        };
+        const auto q = find("attn_q"), k = find("attn_k"), v = find("attn_v");
+        if (q == layer.end() || k == layer.end() || v == layer.end()) return;
+        if (q->k != k->k || q->k != v->k || !same_format(q->format, k->format) || !same_format(q->format, v->format))
+            return;
+        q->name = "attn_qkv";
+        q->n += k->n + v->n;
+        const auto ik = k - layer.begin(), iv = v - layer.begin();
+        layer.erase(layer.begin() + std::max(ik, iv));
+        layer.erase(layer.begin() + std::min(ik, iv));
+    }
+    void moe(std::size_t i, std::string name) {
+        const WeightTensor& w = m.tensors[i];
+        const std::vector<LinearPath>& p = paths(formats[i].format);
+        OpSlot& s = add(std::move(name), SlotKind::moe);
+        s.format = formats[i].format;
+        s.paths = p;
+        s.k = w.shape[0];
+        s.n = w.shape[1] / tp();
+        s.experts = w.shape.size() > 2 ? w.shape[2] : 1;
+        s.top_k = m.arch.n_expert_used;
+    }
+    // Summing the partial outputs of the tensor-parallel ranks: timed by the estimator on the interconnect.
+    void all_reduce() { add("all_reduce", SlotKind::all_reduce).bytes_per_row = m.arch.hidden * opt.activation.bytes_per_element(); }
+    void norm(const std::string& name) {
+        rows(name, m.arch.norm == NormKind::rmsnorm ? RowsBuilder::rmsnorm : RowsBuilder::layernorm, 1, m.arch.hidden);
+    }
+
+    // Merge one candidate into the pass: the index of the slot it joined or started.
+    std::size_t merge(const OpSlot& s) {
+        for (std::size_t i = 0; i < slots.size(); ++i)
+            if (same_slot(slots[i], s)) {
+                slots[i].count += s.count;
+                return i;
+            }
+        slots.push_back(s);
+        return slots.size() - 1;
+    }
+};
+
+}  // namespace
+
+bool replicated_under_tensor_parallel(const WeightTensor& w, const PhaseOptions& options) {
+    const std::string& r = w.role;
+    if (r == "token_embd" || r == "output") return !options.vocab_parallel;
+    return is_norm_role(r) || r == "position_embd" || (w.is_bias() && (r == "attn_output" || r == "ffn_down"));
+}
+
+std::vector<OpSlot> forward_slots(const Model& model, const std::vector<TensorFormat>& formats, const PhaseOptions& options) {
+    if (options.tensor_parallel < 1)
+        throw InvalidArgument("tensor_parallel must be >= 1, got " + std::to_string(options.tensor_parallel));
+    if (formats.size() != model.tensors.size())
+        throw InvalidArgument("forward_ops: one format per weight tensor is needed");
+    const Architecture& a = model.arch;
+    const double tp = options.tensor_parallel;
+    if (a.n_head % options.tensor_parallel != 0 || a.n_kv_head % options.tensor_parallel != 0)
+        throw InvalidArgument("tensor_parallel " + std::to_string(options.tensor_parallel) + " must divide the heads (" +
+                              std::to_string(a.n_head) + ") and KV heads (" + std::to_string(a.n_kv_head) + ")");
+    SlotBuilder b{model, formats, options, {}, {}, {}};
+    const double H = a.hidden;
+    const double heads = a.n_head / tp, kv_heads = a.n_kv_head / tp, d = a.head_dim;
+    auto flush = [&] {
+        for (const auto& s : b.layer) b.merge(s);
+        b.layer.clear();
+    };
+
+    // Embedding: gather the rows of the new tokens.
+    for (std::size_t i = 0; i < model.tensors.size(); ++i) {
+        const auto& t = model.tensors[i];
+        if (t.role == "token_embd" || t.role == "position_embd")
+            b.rows(t.role, RowsBuilder::embedding, 1, H).format = formats[i].format;
+    }
+    flush();
+
+    // Tensors grouped by layer, each layer in file order.
+    std::vector<std::size_t> order;
+    order.reserve(model.tensors.size());
+    for (std::size_t i = 0; i < model.tensors.size(); ++i)
+        if (model.tensors[i].layer >= 0 && model.tensors[i].layer < a.n_layer) order.push_back(i);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t x, std::size_t y) { return model.tensors[x].layer < model.tensors[y].layer; });
+
+    // Distinct layers seen so far: their candidates and the slots those joined.
+    std::vector<std::pair<std::vector<OpSlot>, std::vector<std::size_t>>> seen;
+    std::size_t pos = 0;
+    for (int l = 0; l < a.n_layer; ++l) {
+        const double window = a.window.empty() ? 0 : a.window[static_cast<std::size_t>(l)];
+        for (; pos < order.size() && model.tensors[order[pos]].layer == l; ++pos) {
+            const std::size_t t = order[pos];
+            const WeightTensor& w = model.tensors[t];
+            const std::string& r = w.role;
+            if (w.is_bias()) {
+                if (is_norm_role(r)) continue;  // counted by the layer norm
+                b.rows(r + ".bias", RowsBuilder::elementwise, w.elements() / (replicated_under_tensor_parallel(w, options) ? 1 : tp), 1, 2, 1);
+                continue;
+            }
+            switch (role_kind(r)) {
+            case Role::norm:
+                b.norm(r);
+                break;
+            case Role::q_norm:
+                b.rows(r, RowsBuilder::rmsnorm, heads, d);
+                break;
+            case Role::k_norm:
+                b.rows(r, RowsBuilder::rmsnorm, kv_heads, d);
+                break;
+            case Role::projection:
+                b.linear(t, r);
+                break;
+            case Role::router:
+                b.linear(t, r);
+                b.rows("moe_topk", RowsBuilder::softmax, 1, a.n_expert);
+                break;
+            case Role::experts:
+                if (r == "ffn_down_exps")
+                    b.rows("ffn_act", RowsBuilder::elementwise, a.n_expert_used * a.expert_ffn / tp, activation_flops(a.activation) + 1, 2, 1);
+                b.moe(t, r);
+                if (r == "ffn_down_exps") b.rows("moe_combine", RowsBuilder::elementwise, H, 2.0 * a.n_expert_used, a.n_expert_used, 1);
+                break;
+            case Role::attn_output: {
+                // attention happens between the projections and attn_output
+                if (a.position == PositionKind::rope) b.rows("rope", RowsBuilder::elementwise, (heads + kv_heads) * d, 3, 1, 1);
+                b.rows("kv_append", RowsBuilder::kv_append, 1, kv_heads, d).format = options.kv;
+                OpSlot& at = b.add("attention", SlotKind::attention);
+                at.heads = heads;
+                at.kv_heads = kv_heads;
+                at.head_dim = d;
+                at.window = window;
+                b.linear(t, r);
+                if (tp > 1) b.all_reduce();
+                b.rows("residual_add", RowsBuilder::elementwise, H, 1, 2, 1);
+                break;
+            }
+            case Role::ffn_down: {
+                const double inner = w.shape[0] / tp;
+                if (a.mlp == MlpKind::gated)
+                    b.rows("ffn_act", RowsBuilder::elementwise, inner, activation_flops(a.activation) + 1, 2, 1);
+                else
+                    b.rows("ffn_act", RowsBuilder::elementwise, inner, activation_flops(a.activation), 1, 1);
+                b.linear(t, r);
+                if (tp > 1) b.all_reduce();
+                b.rows("residual_add", RowsBuilder::elementwise, H, 1, 2, 1);
+                break;
+            }
+            case Role::other:
+                break;
+            }
+        }
+        if (options.fused_qkv) b.fuse_qkv();
+        // A layer identical to one seen before joins the same slots; a new one is merged op by op.
+        bool done = false;
+        for (auto& [cands, joined] : seen) {
+            if (cands.size() != b.layer.size()) continue;
+            bool same = true;
+            for (std::size_t i = 0; same && i < cands.size(); ++i) same = same_slot(cands[i], b.layer[i]);
+            if (!same) continue;
+            for (std::size_t i = 0; i < joined.size(); ++i) b.slots[joined[i]].count += b.layer[i].count;
+            done = true;
+            break;
+        }
+        if (!done) {
+            std::vector<std::size_t> joined;
+            joined.reserve(b.layer.size());
+            for (const auto& s : b.layer) joined.push_back(b.merge(s));
+            if (seen.size() < 16) seen.emplace_back(b.layer, std::move(joined));
+        }
+        b.layer.clear();
+    }
+
+    // Final norm and the output head (for the last token of each sequence only, in prefill).
+    for (const auto& w : model.tensors)
+        if (w.role == "output_norm" && w.name.find(".bias") == std::string::npos) b.norm("output_norm");
+    std::size_t head = model.tensors.size();
+    for (std::size_t t = 0; t < model.tensors.size(); ++t)
+        if (model.tensors[t].role == "output") head = t;
+    if (head == model.tensors.size())
+        for (std::size_t t = 0; t < model.tensors.size(); ++t)
+            if (model.tensors[t].role == "token_embd") head = t;  // tied: the embedding matrix is the head
+    if (head < model.tensors.size()) b.linear(head, "output", options.vocab_parallel);
+    if (options.logits_last_token_only)
+        for (auto& s : b.layer) s.per_sequence = true;
+    flush();
+    return std::move(b.slots);
+}
+
+OpCost linear_gemm(const OpSlot& s, const PhaseOptions& options, double rows, const LinearPath& p) {
+    // activations in the engine's format, their multiply-adds in the kernel's compute format
+    Format act = options.activation;
+    act.compute = p.compute;
+    return ops::gemm(rows, s.n, s.k, act, s.format, options.activation, ops::GemmOptions{p.unit, 0, 1, p.dequant_overlapped});
+}
+
+OpCost linear_dequant_pass(const OpSlot& s, const LinearPath& p) {
+    OpCost op;
+    op.add_dequant(s.format, s.k * s.n, p.dequant_overlapped);
+    return op;
+}
+
+double linear_utilization(const OpSlot& s, const PhaseOptions& options, double rows, const LinearPath& p) {
+    if (p.unit != Unit::matrix) return 1.0;
+    return ops::gemm_utilization(rows, s.n, p.tile_m, p.tile_n, options.compute_units);
+}
+
+PhaseOptions phase_options(const EngineBackend& e, std::string_view engine_id, const Format& kv, bool flash, int tp) {
+    PhaseOptions o;
+    o.activation = parse_format(e.activation_format);
+    o.kv = kv;
+    o.attention = flash ? ops::AttentionKind::flash : ops::AttentionKind::standard;
+    o.logits_last_token_only = e.logits_last_token_only;
+    o.fused_qkv = e.fused_qkv;
+    o.vocab_parallel = e.vocab_parallel;
+    o.tensor_parallel = tp;
+    o.engine_id = std::string(engine_id);
+    o.linear_kernels = e.linear_kernels;
+    return o;
+}
+
+void with_device(PhaseOptions& o, const Device& device) {
+    if (o.attention == ops::AttentionKind::flash) o.flash = ops::flash_tiles(device);
+    o.compute_units = device.compute_units;
+}
+
+OpCost slot_cost(const OpSlot& s, const PhaseOptions& options, double batch, double tokens, double past) {
+    const Format& act = options.activation;
+    const double rows = slot_rows(s, batch, tokens);
+    OpCost op;
+    switch (s.kind) {
+        case SlotKind::rows: {
+            const double x = rows * s.scale;
+            switch (s.builder) {
+                case RowsBuilder::elementwise: op = ops::elementwise(x, s.a, s.b, s.c, act); break;
+                case RowsBuilder::rmsnorm: op = ops::rmsnorm(x, s.a, act); break;
+                case RowsBuilder::layernorm: op = ops::layernorm(x, s.a, act); break;
+                case RowsBuilder::embedding: op = ops::embedding_lookup(x, s.a, s.format, act); break;
+                case RowsBuilder::softmax: op = ops::softmax(x, s.a, act); break;
+                case RowsBuilder::kv_append: op = ops::kv_append(x, 1, s.a, s.b, act, s.format); break;
+            }
+            break;
+        }
+        case SlotKind::linear: {
+            const LinearPath& p = s.paths[linear_path(s, rows)];
+            op = linear_gemm(s, options, rows, p);
+            if (p.unit == Unit::matrix) op.set_utilization(Unit::matrix, linear_utilization(s, options, rows, p));
+            const double extra = linear_extra_dequant_passes(s, p, rows);
+            if (extra > 0) op += linear_dequant_pass(s, p).scaled(extra);
+            break;
+        }
+        case SlotKind::moe:
+            op = ops::moe_gemm(rows, s.top_k, s.experts, s.n, s.k, act, s.format, act, s.paths.back().dequant_overlapped);
+            break;
+        case SlotKind::attention: {
+            const double context = past + tokens;
+            if (tokens == 1) {
+                const double c = s.window > 0 ? std::min(context, s.window) : context;
+                op = ops::decode_attention(batch, s.heads, s.kv_heads, c, s.head_dim, act, options.kv, options.attention);
+            } else {
+                const double kv_len = s.window > 0 ? std::min(context, s.window + tokens - 1) : context;
+                // K and V of every position (the past and the new ones just appended) read from the cache in its
+                // format, once per KV head
+                ops::AttentionShape shape{batch, s.heads, tokens, kv_len, s.head_dim, true, s.kv_heads};
+                op = ops::attention(shape, act, options.attention, false, options.flash, &options.kv);
+            }
+            break;
+        }
+        case SlotKind::all_reduce:
+            break;
+    }
+    op.name = s.name;
+    return op;
+}
+
+std::vector<PhaseOp> forward_ops(const Model& model, const std::vector<TensorFormat>& formats, double batch,
+                                 double tokens, double past, const PhaseOptions& options) {
+    check_count("batch", batch);
+    check_count("tokens", tokens);
+    check_count("past tokens", past);
+    const std::vector<OpSlot> slots = forward_slots(model, formats, options);
+    if (batch * tokens == 0) return {};
+    std::vector<PhaseOp> ops;
+    std::map<std::string, std::size_t> index;  // merge identical ops (of slots that differ only where this point does not look)
+    for (const auto& s : slots) {
+        if (s.kind == SlotKind::all_reduce) {
+            const double bytes = slot_rows(s, batch, tokens) * s.bytes_per_row;
+            bool merged = false;
+            for (auto& op : ops)
+                if (op.name == "all_reduce" && op.collective_bytes == bytes) {
+                    op.count += s.count;
+                    merged = true;
+                    break;
+                }
+            if (!merged) ops.push_back({"all_reduce", slot_cost(s, options, batch, tokens, past), s.count, bytes});
+            continue;
+        }
+        OpCost cost = slot_cost(s, options, batch, tokens, past);
+        std::ostringstream key;
+        key.precision(17);
+        key << s.name << '|' << cost.launches;
+        for (const auto& t : cost.flop_terms)
+            key << '|' << static_cast<int>(t.unit) << ':' << static_cast<int>(t.format) << ':' << t.flops << ':' << t.utilization;
+        for (std::size_t i = 0; i < kNumLevels; ++i) key << '|' << cost.bytes_read[i] << ':' << cost.bytes_written[i];
+        auto it = index.find(key.str());
+        if (it != index.end()) {
+            ops[it->second].count += s.count;
+            continue;
+        }
+        index.emplace(key.str(), ops.size());
+        ops.push_back({s.name, std::move(cost), s.count, 0});
+    }
+    return ops;
+}
+
+}  // namespace roofline

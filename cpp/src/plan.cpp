@@ -1,0 +1,809 @@
+#include "roofline/plan.hpp"
+
+#include "plan_impl.hpp"
+#include "roofline/errors.hpp"
+#include "roofline/ops/linear.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+
+namespace roofline {
+
+// -------------------------------------------------------------------------------------------------------------
+// Times of ops and collectives
+
+OpTimes times_of(const OpCost& op, const Device& device) {
+    OpTimes t;
+    t.derated = evaluate(op, device, Ceilings::derated).times;
+    t.ideal = evaluate(op, device, Ceilings::ideal).times;
+    t.flops = op.flops();
+    t.bytes = op.bytes();
+    return t;
+}
+
+// An all-reduce of `bytes` per rank over N ranks (EngineBackend::all_reduce), without its kernel's launch: the
+// steps' latency (derated only, as overhead) and the bytes each rank moves over its links (as the DRAM term: the
+// interconnect is the memory level a collective streams through). ring: 2(N−1) steps of bytes/N each; one_shot: 2
+// steps (signal, wait) and the N−1 peers' partial sums read.
+CeilingTimes all_reduce_times(const EngineBackend& e, double tensor_parallel, double interconnect_Bps, double bytes,
+                              Ceilings ceilings) {
+    const double n = tensor_parallel;
+    const bool ring = e.all_reduce == AllReduce::ring;
+    const double steps = ring ? 2.0 * (n - 1) : 2.0;
+    CeilingTimes t;
+    t.overhead_s = ceilings == Ceilings::derated ? steps * e.collective_step_latency_s : 0.0;
+    t.memory_s[0] = (ring ? 2.0 * (n - 1) / n : n - 1) * bytes / interconnect_Bps;
+    return t;
+}
+
+namespace {
+
+double interconnect_for(const Device& device, int tp) {
+    if (tp <= 1) return 0;
+    const double bps = device.interconnect_bandwidth();
+    if (bps <= 0)
+        throw InvalidArgument("tensor_parallel " + std::to_string(tp) + " needs an interconnect; device '" + device.id +
+                              "' lists none");
+    return bps;
+}
+
+void check_tensor_parallel(int tp) {
+    if (tp < 1 || tp > 1024) throw InvalidArgument("tensor_parallel must be within [1, 1024], got " + std::to_string(tp));
+}
+
+// Ideal compute − DRAM seconds: > 0 where an op is compute-bound against DRAM (no serial part when ideal).
+inline double ideal_balance(const OpTimes& t) { return t.ideal.matrix_s + t.ideal.vector_s - t.ideal.memory_s[0]; }
+
+PhaseBound phase_bound(const CeilingTimes& t) {
+    return static_cast<PhaseBound>(static_cast<int>(t.bound()) + 1);  // Bound::none -> PhaseBound::none, ...
+}
+
+std::string op_bound(const OpTimes& t, double util, bool collective) {
+    const Bound b = t.derated.bound(util);
+    if (collective && (b == Bound::dram || b == Bound::l2 || b == Bound::sram)) return "interconnect";
+    return bound_name(b);
+}
+
+// A phase being summed: every component × count, and the timing rule of each op × count.
+struct Acc {
+    PhaseSums p;
+    void add(double count, const OpTimes& t, double util) {
+        const CeilingTimes& d = t.derated;
+        p.seconds += count * d.total(util);
+        p.ideal_seconds += count * t.ideal.total();
+        CeilingTimes& s = p.derated;  // Σ count × components, matrix compute ÷ utilization
+        s.matrix_s += count * (d.matrix_s / util);
+        s.vector_s += count * d.vector_s;
+        s.serial_s += count * d.serial_s;
+        for (std::size_t i = 0; i < kNumLevels; ++i) s.memory_s[i] += count * d.memory_s[i];
+        s.overhead_s += count * d.overhead_s;
+        p.flops += count * t.flops;
+        p.bytes += count * t.bytes;
+    }
+};
+
+// Breakdown rows of one phase, merged by op name (the first op of a name gives the row its bound).
+struct RowSink {
+    std::vector<BreakdownRow>* rows;
+    std::vector<long> index;  // name id -> row position, -1 before the first
+    const char* phase;
+    RowSink(std::vector<BreakdownRow>* r, std::size_t names, const char* ph) : rows(r), index(r ? names : 0, -1), phase(ph) {}
+    void add(std::uint32_t name, const std::vector<std::string>& names, double instances, double flops, double bytes,
+             double seconds, const std::function<std::string()>& bound) {
+        if (!rows) return;
+        long& at = index[name];
+        if (at >= 0) {
+            BreakdownRow& r = (*rows)[static_cast<std::size_t>(at)];
+            r.count += instances;
+            r.flops += flops;
+            r.bytes += bytes;
+            r.seconds += seconds;
+            return;
+        }
+        at = static_cast<long>(rows->size());
+        rows->push_back({phase, names[name], instances, flops, bytes, seconds, bound()});
+    }
+};
+
+// Utilizations of matrix paths of linear slots, computed once per group and rows within one phase.
+struct UtilCache {
+    static constexpr std::size_t kGroups = 16;
+    std::array<double, kGroups> rows{}, util{};
+    UtilCache() { rows.fill(-1); }
+    double get(const PlanSlot& s, const PlanSlot::Path& p, std::size_t path, const PhaseOptions& options, double r) {
+        const LinearPath& lp = s.op->paths[path];
+        if (p.group >= kGroups) return linear_utilization(*s.op, options, r, lp);
+        if (rows[p.group] != r) {
+            rows[p.group] = r;
+            util[p.group] = linear_utilization(*s.op, options, r, lp);
+        }
+        return util[p.group];
+    }
+};
+
+// A slot other than attention at `rows` rows; `util` gets the utilization its matrix compute is divided by.
+inline void slot_times(OpTimes& t, const PlanSlot& s, const PhaseOptions& options, double rows, double& util, UtilCache& cache) {
+    util = 1;
+    switch (s.op->kind) {
+        case SlotKind::linear: {
+            std::size_t k = 0;  // the path of these rows (linear_path, on the plan's copy of the thresholds)
+            while (k + 1 < s.paths.size() && rows > s.paths[k].max_rows) ++k;
+            const PlanSlot::Path& p = s.paths[k];
+            const double passes = p.dequant_every_rows > 0 ? std::ceil(rows / p.dequant_every_rows) - 1 : 0.0;
+            set_affine(t, p.base, rows, p.per_row, passes, p.pass);  // linear_extra_dequant_passes
+            if (p.matrix) util = cache.get(s, p, k, options, rows);
+            break;
+        }
+        case SlotKind::moe:
+            set_affine(t, s.base, rows * s.op->top_k, s.per_row, ops::expected_active_experts(s.op->experts, s.op->top_k, rows), s.extra);
+            break;
+        default:  // rows, all_reduce
+            set_affine(t, s.base, rows, s.per_row);
+            break;
+    }
+}
+
+inline OpTimes decode_attention_times(const PlanSlot& s, double batch, double context) {
+    OpTimes per_seq = s.per_row;
+    per_seq.axpy(context, s.extra);
+    OpTimes t = s.base;
+    return t.axpy(batch, per_seq);
+}
+
+// Decode attention of one slot over contexts c0..c1 in closed form: its components are affine in the context up to
+// the slot's window and constant beyond it, so each segment is sum_of_totals of an affine sequence.
+PhaseSums attention_sum(const PlanSlot& s, double batch, double c0, double c1) {
+    PhaseSums r;
+    const double w = s.op->window;
+    struct Segment {
+        double from, to;
+        bool grows;
+    };
+    std::array<Segment, 2> segs{};
+    std::size_t nseg = 0;
+    if (w > 0 && w < c0) {
+        segs[nseg++] = {c0, c1, false};
+    } else if (w > 0 && w < c1) {
+        segs[nseg++] = {c0, w, true};
+        segs[nseg++] = {w + 1, c1, false};
+    } else {
+        segs[nseg++] = {c0, c1, true};
+    }
+    for (std::size_t g = 0; g < nseg; ++g) {
+        const Segment& seg = segs[g];
+        const double m = seg.to - seg.from + 1;
+        const double arith = m * (m - 1) / 2;  // Σ x for x = 0..m-1
+        const OpTimes first = decode_attention_times(s, batch, seg.grows ? seg.from : w);
+        OpTimes step;  // per step: batch × per_ctx while the context grows, nothing beyond the window
+        if (seg.grows) step.axpy(batch, s.extra);
+        step.derated.overhead_s = step.ideal.overhead_s = 0;  // one launch per step whatever the context
+        r.seconds += sum_of_totals(first.derated, step.derated, m);
+        r.ideal_seconds += sum_of_totals(first.ideal, step.ideal, m);
+        r.derated.axpy(m, first.derated).axpy(arith, step.derated);
+        r.flops += m * first.flops + step.flops * arith;
+        r.bytes += m * first.bytes + step.bytes * arith;
+    }
+    return r;
+}
+
+inline void add_sums(PhaseSums& d, double n, const PhaseSums& a) {
+    d.seconds += n * a.seconds;
+    d.ideal_seconds += n * a.ideal_seconds;
+    d.derated.axpy(n, a.derated);
+    d.flops += n * a.flops;
+    d.bytes += n * a.bytes;
+}
+
+// The envelope at `rows`: derated and ideal time of its slots, and their components, added to a phase.
+inline void add_envelope(Acc& acc, const Envelope& env, double rows) {
+    if (env.x.empty()) return;
+    const auto k = static_cast<std::size_t>(std::upper_bound(env.x.begin(), env.x.end(), rows) - env.x.begin());
+    const std::array<double, 4>& l = env.lines[k == 0 ? 0 : k - 1];
+    acc.p.seconds += l[0] + l[1] * rows;
+    acc.p.ideal_seconds += l[2] + l[3] * rows;
+    const OpTimes t = affine(env.base, rows, env.per_row);
+    acc.p.derated += t.derated;
+    acc.p.flops += t.flops;
+    acc.p.bytes += t.bytes;
+}
+inline bool in_envelope(const OpSlot& op) { return op.kind == SlotKind::rows || op.kind == SlotKind::all_reduce; }
+
+// The ops a slot's times are taken from.
+std::vector<OpCost> probes_of(const OpSlot& op, const PhaseOptions& o) {
+    switch (op.kind) {
+        case SlotKind::rows:  // 0 and 1 rows
+            return {slot_cost(op, o, 0, 1, 0), slot_cost(op, o, 1, 1, 0)};
+        case SlotKind::all_reduce:  // timed from bytes_per_row on the device's interconnect
+            return {};
+        case SlotKind::linear: {  // per path: 0 and 1 rows, and one more dequantization
+            std::vector<OpCost> p;
+            for (const LinearPath& lp : op.paths) {
+                p.push_back(linear_gemm(op, o, 0, lp));
+                p.push_back(linear_gemm(op, o, 1, lp));
+                // a further dequantization pass, for kernels that dequantize per block of rows (else never used)
+                p.push_back(linear_extra_dequant_passes(op, lp, 2 * lp.dequant_every_rows) > 0 ? linear_dequant_pass(op, lp) : OpCost{});
+            }
+            return p;
+        }
+        case SlotKind::moe: {
+            // one expert picked by every token: 0 tokens route nothing; 1 token 1 row to 1 active expert, 2 tokens 2
+            // rows to 1
+            OpSlot one = op;
+            one.experts = 1;
+            one.top_k = 1;
+            return {slot_cost(one, o, 0, 1, 0), slot_cost(one, o, 1, 1, 0), slot_cost(one, o, 2, 1, 0)};
+        }
+        case SlotKind::attention: {
+            OpSlot full = op;  // no sequence; one sequence at contexts 1 and 2 (inside any window)
+            full.window = 0;
+            return {slot_cost(full, o, 0, 1, 0), slot_cost(full, o, 1, 1, 0), slot_cost(full, o, 1, 1, 1)};
+        }
+    }
+    return {};
+}
+
+}  // namespace
+
+// -------------------------------------------------------------------------------------------------------------
+// Structure and plan construction
+
+const std::vector<std::string>& phase_bound_names() {
+    static const std::vector<std::string> names = {"", "none", "compute", "memory:dram", "memory:l2", "memory:sram", "overhead"};
+    return names;
+}
+
+void EstimatePlan::check_point(double batch, double prompt, double gen) {
+    // Upper bounds far beyond any deployment, low enough that the ops of any catalogued model stay within
+    // kMaxOpCount and the estimate's searches stay bounded.
+    constexpr double kMaxBatch = 1 << 20, kMaxTokens = 1 << 30;
+    check_count("batch", batch);
+    if (batch < 1) throw InvalidArgument("batch must be >= 1, got " + std::to_string(batch));
+    if (batch > kMaxBatch) throw InvalidArgument("batch must be within [1, 1048576 = 2^20], got " + std::to_string(batch));
+    check_count("prompt_tokens", prompt);
+    check_count("gen_tokens", gen);
+    if (prompt + gen < 1) throw InvalidArgument("prompt_tokens + gen_tokens must be >= 1 (nothing to estimate), got 0");
+    if (prompt + gen > kMaxTokens)
+        throw InvalidArgument("prompt_tokens + gen_tokens (the context) must be at most 1073741824 = 2^30, got " +
+                              std::to_string(prompt) + " + " + std::to_string(gen));
+}
+
+std::shared_ptr<const PlanStructure> make_structure(const Model& model, const PlanConfig& config, const std::string& backend,
+                                                    const std::vector<TensorFormat>* formats) {
+    check_tensor_parallel(config.tensor_parallel);
+    auto st = std::make_shared<PlanStructure>();
+    PlanStructure& s = *st;
+    s.config = config;
+    s.engine = engine(config.engine);
+    s.backend = s.engine->backend(backend);
+    s.config.engine = s.engine->id;
+    s.options = phase_options(s.backend, s.engine->id, parse_kv_format(config.kv_dtype), config.flash_attention,
+                              config.tensor_parallel);
+    std::vector<TensorFormat> own;
+    if (formats) {
+        if (formats->size() != model.tensors.size())
+            throw InvalidArgument("estimate plan: one format per weight tensor is needed (" + std::to_string(model.tensors.size()) +
+                                  "), got " + std::to_string(formats->size()));
+    } else {
+        own = estimate_tensor_formats(model, config.quant);
+    }
+    const std::vector<TensorFormat>& f = formats ? *formats : own;
+    s.model_id = model.arch.id;
+    s.arch = model.arch;
+    s.kv_layout = KvLayout::of(model.arch);
+    s.parameters = model.parameters();
+    for (std::size_t i = 0; i < f.size(); ++i) {
+        s.weight_bytes += f[i].bytes;
+        if (replicated_under_tensor_parallel(model.tensors[i], s.options)) s.replicated_bytes += f[i].bytes;
+    }
+    s.slots = forward_slots(model, f, s.options);
+    for (const OpSlot& op : s.slots) {
+        const auto found = std::find(s.names.begin(), s.names.end(), op.name);
+        s.slot_name.push_back(static_cast<std::uint32_t>(found - s.names.begin()));
+        if (found == s.names.end()) s.names.push_back(op.name);
+    }
+    for (const OpSlot& op : s.slots) s.probes.push_back(probes_of(op, s.options));
+    return st;
+}
+
+std::shared_ptr<const Device> device_for_engine(const Device& device, const EngineBackend& backend) {
+    auto d = std::make_shared<Device>(device);
+    d->efficiency.launch_overhead_s *= backend.kernel_fixed_cost_scale;
+    return d;
+}
+
+EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::shared_ptr<const PlanStructure> st_ptr) {
+    if (!st_ptr) throw InvalidArgument("estimate plan: no structure");
+    if (!engine_device) throw InvalidArgument("estimate plan: no device");
+    const PlanStructure& st = *st_ptr;
+    const Device& dev = *engine_device;
+    options = st.options;
+    with_device(options, dev);
+    interconnect_Bps = interconnect_for(dev, st.config.tensor_parallel);
+    device = std::move(engine_device);
+    device_id = dev.id;
+    structure = std::move(st_ptr);
+    const double tp = options.tensor_parallel;
+    device_weight_bytes = tp > 1 ? (st.weight_bytes - st.replicated_bytes) / tp + st.replicated_bytes : st.weight_bytes;
+    dram_bandwidth_Bps = dev.bandwidth(Level::dram);
+    capacity_bytes = dev.capacity(Level::dram);
+
+    // Flash attention's tiles must fit the device's SRAM: checked here, not at the first prefill.
+    if (options.attention == ops::AttentionKind::flash)
+        for (const OpSlot& op : st.slots)
+            if (op.kind == SlotKind::attention) {
+                slot_cost(op, options, 1, 2, 0);
+                break;
+            }
+
+    slots.reserve(st.slots.size());
+    std::vector<std::array<double, 4>> group_keys;  // utilization groups: output features, per sequence, tile
+    for (std::size_t k = 0; k < st.slots.size(); ++k) {
+        const OpSlot& op = st.slots[k];
+        const std::vector<OpCost>& p = st.probes[k];
+        PlanSlot s;
+        s.op = &op;
+        s.name = st.slot_name[k];
+        auto times = [&](std::size_t i) { return times_of(p[i], dev); };
+        switch (op.kind) {
+            case SlotKind::rows:
+                s.base = times(0);
+                s.per_row = times(1) - s.base;
+                break;
+            case SlotKind::all_reduce:
+                for (const Ceilings c : {Ceilings::derated, Ceilings::ideal}) {
+                    CeilingTimes one = all_reduce_times(st.backend, tp, interconnect_Bps, op.bytes_per_row, c);
+                    CeilingTimes& base = c == Ceilings::derated ? s.base.derated : s.base.ideal;
+                    CeilingTimes& per_row = c == Ceilings::derated ? s.per_row.derated : s.per_row.ideal;
+                    // one kernel: its launch, then the steps
+                    base.overhead_s = one.overhead_s + (c == Ceilings::derated ? dev.efficiency.launch_overhead_s : 0.0);
+                    per_row.memory_s[0] = one.memory_s[0];
+                }
+                break;
+            case SlotKind::linear:
+                for (std::size_t i = 0; i < op.paths.size(); ++i) {
+                    const LinearPath& lp = op.paths[i];
+                    PlanSlot::Path path;
+                    path.max_rows = lp.max_rows;
+                    path.matrix = lp.unit == Unit::matrix;
+                    // linear_extra_dequant_passes(op, lp, rows) = ceil(rows / every) - 1 where it is not 0
+                    path.dequant_every_rows = linear_extra_dequant_passes(op, lp, 2 * lp.dequant_every_rows) > 0 ? lp.dequant_every_rows : 0.0;
+                    path.base = times(3 * i);
+                    path.per_row = times(3 * i + 1) - path.base;
+                    if (!p[3 * i + 2].flop_terms.empty()) path.pass = times(3 * i + 2);
+                    // the utilization group: matrix paths with the same output features, tile and rows
+                    std::uint32_t g = 0;
+                    if (lp.unit == Unit::matrix) {
+                        const std::array<double, 4> key{op.n, op.per_sequence ? 1.0 : 0.0, lp.tile_m, lp.tile_n};
+                        while (g < group_keys.size() && group_keys[g] != key) ++g;
+                        if (g == group_keys.size()) group_keys.push_back(key);
+                        groups = static_cast<std::uint32_t>(group_keys.size());
+                    }
+                    path.group = g;
+                    s.paths.push_back(path);
+                }
+                break;
+            case SlotKind::moe: {
+                s.base = times(0);
+                const OpTimes t1 = times(1), t2 = times(2);
+                s.per_row = t2 - t1;
+                s.extra = (t1 - s.base) - s.per_row;
+                break;
+            }
+            case SlotKind::attention: {
+                s.base = times(0);
+                const OpTimes c1 = times(1), c2 = times(2);
+                s.extra = c2 - c1;
+                s.per_row = (c1 - s.base) - s.extra;
+                attention.push_back(slots.size());
+                break;
+            }
+        }
+        slots.push_back(std::move(s));
+    }
+
+    // memory
+    const Architecture& a = st.arch;
+    act_bytes = options.activation.bytes_per_element();
+    kv_token_layer_bytes = kv_bytes(1, 1, st.kv_layout.kv_heads / tp, st.kv_layout.head_dim, options.kv);
+    widest = std::max({a.q_dim() + 2 * a.kv_dim(), (a.mlp == MlpKind::gated ? 2.0 : 1.0) * a.ffn,
+                       2.0 * a.expert_ffn * std::max(1, a.n_expert_used)});
+
+    // compute_bound_batch: a decode step's Σ ideal (compute − DRAM) as a function of the batch
+    for (const PlanSlot& s : slots) {
+        const double n = s.op->count;
+        switch (s.op->kind) {
+            case SlotKind::rows:
+            case SlotKind::all_reduce:
+                cb_common0 += n * ideal_balance(s.base);
+                cb_common1 += n * ideal_balance(s.per_row);
+                break;
+            case SlotKind::linear: {
+                auto same = [&](const BalanceGroup& g) {  // the same kernel thresholds
+                    if (g.max_rows.size() != s.paths.size()) return false;
+                    for (std::size_t i = 0; i < s.paths.size(); ++i)
+                        if (g.max_rows[i] != s.paths[i].max_rows || g.dequant_every_rows[i] != s.op->paths[i].dequant_every_rows)
+                            return false;
+                    return true;
+                };
+                auto it = std::find_if(cb_groups.begin(), cb_groups.end(), same);
+                if (it == cb_groups.end()) {
+                    BalanceGroup key;
+                    for (const LinearPath& lp : s.op->paths) {
+                        key.max_rows.push_back(lp.max_rows);
+                        key.dequant_every_rows.push_back(lp.dequant_every_rows);
+                    }
+                    key.coef.assign(key.max_rows.size(), {0, 0, 0});
+                    cb_groups.push_back(key);
+                    it = cb_groups.end() - 1;
+                }
+                for (std::size_t i = 0; i < s.paths.size(); ++i) {
+                    it->coef[i][0] += n * ideal_balance(s.paths[i].base);
+                    it->coef[i][1] += n * ideal_balance(s.paths[i].per_row);
+                    it->coef[i][2] += n * ideal_balance(s.paths[i].pass);
+                }
+                break;
+            }
+            case SlotKind::moe: {
+                cb_common0 += n * ideal_balance(s.base);
+                cb_common1 += n * s.op->top_k * ideal_balance(s.per_row);
+                bool merged = false;
+                for (auto& e : cb_active)
+                    if (e[0] == s.op->experts && e[1] == s.op->top_k) {
+                        e[2] += n * ideal_balance(s.extra);
+                        merged = true;
+                    }
+                if (!merged) cb_active.push_back({s.op->experts, s.op->top_k, n * ideal_balance(s.extra)});
+                break;
+            }
+            case SlotKind::attention:
+                cb_common0 += n * ideal_balance(s.base);
+                cb_attention.push_back({s.op->window, n * ideal_balance(s.per_row), n * ideal_balance(s.extra)});
+                break;
+        }
+    }
+
+    // envelopes of the slots affine in their rows alone
+    for (std::size_t g = 0; g < 2; ++g) {
+        Envelope& env = envelope[g];
+        std::vector<const PlanSlot*> members;
+        members.reserve(slots.size());
+        for (const PlanSlot& s : slots)
+            if (in_envelope(*s.op) && s.op->per_sequence == (g == 1)) members.push_back(&s);
+        // the racing lines of one slot at one ceiling: overlapped compute, each memory level (a + b·rows)
+        auto lines = [](const PlanSlot& s, std::size_t c, std::array<std::array<double, 2>, 4>& out) {
+            const CeilingTimes& b = c == 0 ? s.base.derated : s.base.ideal;
+            const CeilingTimes& r = c == 0 ? s.per_row.derated : s.per_row.ideal;
+            const auto rb = b.racing(), rr = r.racing();
+            for (std::size_t i = 0; i < 4; ++i) out[i] = {rb[i], rr[i]};
+        };
+        std::vector<double> cuts{0};
+        std::array<std::array<double, 2>, 4> l{};
+        for (const PlanSlot* s : members) {
+            env.base.axpy(s->op->count, s->base);
+            env.per_row.axpy(s->op->count, s->per_row);
+            for (std::size_t c = 0; c < 2; ++c) {
+                lines(*s, c, l);
+                for (std::size_t i = 0; i < 4; ++i)
+                    for (std::size_t j = i + 1; j < 4; ++j) {
+                        const double db = l[i][1] - l[j][1];
+                        if (db == 0) continue;
+                        const double x = (l[j][0] - l[i][0]) / db;
+                        if (x > 0 && std::isfinite(x)) cuts.push_back(x);
+                    }
+            }
+        }
+        std::sort(cuts.begin(), cuts.end());
+        cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+        env.x = cuts;
+        for (std::size_t k = 0; k < cuts.size(); ++k) {
+            // which line is on top inside the interval: look at its middle (past the last cut: one beyond it)
+            const double probe = k + 1 < cuts.size() ? (cuts[k] + cuts[k + 1]) / 2 : 2 * cuts[k] + 1;
+            std::array<double, 4> sum{};
+            for (const PlanSlot* s : members)
+                for (std::size_t c = 0; c < 2; ++c) {
+                    lines(*s, c, l);
+                    std::size_t top = 0;
+                    for (std::size_t i = 1; i < 4; ++i)
+                        if (l[i][0] + l[i][1] * probe > l[top][0] + l[top][1] * probe) top = i;
+                    const CeilingTimes& b = c == 0 ? s->base.derated : s->base.ideal;
+                    const CeilingTimes& r = c == 0 ? s->per_row.derated : s->per_row.ideal;
+                    // the timing rule: the top racing line, then serial compute and overhead
+                    sum[2 * c] += s->op->count * (l[top][0] + b.serial_s + b.overhead_s);
+                    sum[2 * c + 1] += s->op->count * (l[top][1] + r.serial_s + r.overhead_s);
+                }
+            env.lines.push_back(sum);
+        }
+    }
+}
+
+EstimatePlan::EstimatePlan(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {
+    if (!impl_) throw InvalidArgument("estimate plan: no parts");
+}
+
+EstimatePlan::EstimatePlan(const Model& model, const Device& device, const PlanConfig& config,
+                           const std::vector<TensorFormat>* formats) {
+    check_tensor_parallel(config.tensor_parallel);
+    const std::shared_ptr<const Engine> eng = engine(config.engine);
+    const EngineBackend& backend = eng->on(device);
+    parse_kv_format(config.kv_dtype);
+    std::vector<TensorFormat> own;  // an unknown quantization is named before the interconnect
+    if (!formats) own = estimate_tensor_formats(model, config.quant);
+    interconnect_for(device, config.tensor_parallel);
+    impl_ = std::make_shared<const Impl>(device_for_engine(device, backend),
+                                         make_structure(model, config, backend.backend, formats ? formats : &own));
+}
+
+// -------------------------------------------------------------------------------------------------------------
+// Evaluation
+
+PhaseSums EstimatePlan::Impl::sum_slots(double batch, double tokens, double past, const std::vector<OpTimes>* attn,
+                                        std::vector<BreakdownRow>* breakdown, const char* phase) const {
+    Acc acc;
+    UtilCache cache;
+    RowSink sink(breakdown, structure->names.size(), phase);
+    std::size_t a = 0;
+    OpTimes t;
+    for (const PlanSlot& s : slots) {
+        double util = 1;
+        if (s.op->kind == SlotKind::attention) {
+            if (tokens == 1) {
+                const double context = past + 1;
+                t = decode_attention_times(s, batch, s.op->window > 0 ? std::min(context, s.op->window) : context);
+            } else if (attn) {
+                t = work_scaled((*attn)[a], batch);
+            } else {
+                t = work_scaled(times_of(slot_cost(*s.op, options, 1, tokens, past), *device), batch);
+            }
+            ++a;
+        } else {
+            const bool envelope_slot = in_envelope(*s.op);
+            if (envelope_slot && !breakdown) continue;  // summed below
+            slot_times(t, s, options, slot_rows(*s.op, batch, tokens), util, cache);
+            if (envelope_slot) {  // a breakdown row only: the phase's numbers come from the envelope
+                sink.add(s.name, structure->names, s.op->count, s.op->count * t.flops, s.op->count * t.bytes,
+                         s.op->count * t.derated.total(util), [&] { return op_bound(t, util, s.op->kind == SlotKind::all_reduce); });
+                continue;
+            }
+        }
+        acc.add(s.op->count, t, util);
+        if (breakdown)
+            sink.add(s.name, structure->names, s.op->count, s.op->count * t.flops, s.op->count * t.bytes,
+                     s.op->count * t.derated.total(util), [&] { return op_bound(t, util, s.op->kind == SlotKind::all_reduce); });
+    }
+    add_envelope(acc, envelope[0], batch * tokens);
+    add_envelope(acc, envelope[1], batch);
+    return acc.p;
+}
+
+std::vector<OpTimes> EstimatePlan::Impl::prefill_attention(double prompt) const {
+    std::vector<OpTimes> out;
+    if (prompt <= 1) return out;  // one token: decode attention, affine in the batch
+    out.reserve(attention.size());
+    for (std::size_t i : attention) out.push_back(times_of(slot_cost(*slots[i].op, options, 1, prompt, 0), *device));
+    return out;
+}
+
+PhaseSums EstimatePlan::Impl::prefill(double batch, double prompt, const std::vector<OpTimes>& attn,
+                                      std::vector<BreakdownRow>* breakdown) const {
+    return sum_slots(batch, prompt, 0, prompt > 1 ? &attn : nullptr, breakdown, "prefill");
+}
+
+PhaseSums EstimatePlan::Impl::decode_step(double batch) const {
+    Acc acc;
+    UtilCache cache;
+    OpTimes t;
+    for (const PlanSlot& s : slots) {
+        if (s.op->kind == SlotKind::attention || in_envelope(*s.op)) continue;
+        double util = 1;
+        slot_times(t, s, options, batch, util, cache);  // one new token per sequence
+        acc.add(s.op->count, t, util);
+    }
+    add_envelope(acc, envelope[0], batch);
+    add_envelope(acc, envelope[1], batch);
+    return acc.p;
+}
+
+PhaseSums EstimatePlan::Impl::decode(double batch, double prompt, double gen, const PhaseSums& step,
+                                     std::vector<BreakdownRow>* breakdown) const {
+    PhaseSums d;
+    if (gen <= 0) return d;
+    add_sums(d, gen, step);
+    const double c0 = prompt + 1, c1 = prompt + gen;
+    for (std::size_t i : attention) add_sums(d, slots[i].op->count, attention_sum(slots[i], batch, c0, c1));
+    if (breakdown) {  // rows in slot order; the numbers above do not depend on them
+        RowSink sink(breakdown, structure->names.size(), "decode");
+        for (const PlanSlot& s : slots) {
+            const double n = s.op->count;
+            if (s.op->kind == SlotKind::attention) {
+                const PhaseSums a = attention_sum(s, batch, c0, c1);
+                sink.add(s.name, structure->names, n * gen, n * a.flops, n * a.bytes, n * a.seconds, [&] {  // the first step's bound
+                    const double w = s.op->window;
+                    return op_bound(decode_attention_times(s, batch, w > 0 ? std::min(c0, w) : c0), 1, false);
+                });
+                continue;
+            }
+            double util = 1;
+            UtilCache cache;
+            OpTimes t;
+            slot_times(t, s, options, batch, util, cache);
+            sink.add(s.name, structure->names, n * gen, n * gen * t.flops, n * gen * t.bytes, n * gen * t.derated.total(util),
+                     [&] { return op_bound(t, util, s.op->kind == SlotKind::all_reduce); });
+        }
+    }
+    return d;
+}
+
+PhaseSums EstimatePlan::Impl::phase(double batch, double tokens, double past) const {
+    check_count("batch", batch);
+    check_count("tokens", tokens);
+    check_count("past tokens", past);
+    if (batch * tokens == 0) return {};
+    return sum_slots(batch, tokens, past, nullptr, nullptr, "phase");
+}
+
+MemoryUse EstimatePlan::Impl::memory(double batch, double prompt, double gen) const {
+    const Architecture& a = structure->arch;
+    const double tp = options.tensor_parallel;
+    MemoryUse m;
+    m.weights = device_weight_bytes;
+    m.kv_cache = batch * structure->kv_layout.token_layers(prompt + gen) * kv_token_layer_bytes;
+    const double rows = batch * std::max(1.0, prompt);
+    double act = rows * (2 * a.hidden + widest / tp) * act_bytes;
+    if (options.attention == ops::AttentionKind::standard && prompt > 1)
+        act += batch * (a.n_head / tp) * prompt * prompt * act_bytes * 2;  // S and P
+    act += (options.logits_last_token_only ? batch : rows) * a.vocab * 4.0;  // f32 logits
+    m.activations = act;
+    m.overhead = structure->backend.runtime_overhead_bytes;
+    m.total = m.weights + m.kv_cache + m.activations + m.overhead;
+    m.capacity = capacity_bytes;
+    m.fits = m.total <= m.capacity;
+    return m;
+}
+
+double EstimatePlan::Impl::max_batch(double prompt, double gen) const {
+    const double m1 = memory(1, prompt, gen).total, m2 = memory(2, prompt, gen).total;
+    const double per_seq = m2 - m1, fixed = m1 - per_seq;
+    return per_seq > 0 ? std::max(0.0, std::floor((capacity_bytes - fixed) / per_seq)) : 0;
+}
+
+double EstimatePlan::Impl::max_context(double batch) const {
+    double lo = 0, hi = std::max(1.0, structure->arch.max_context > 0 ? structure->arch.max_context : 1e7);
+    if (memory(batch, hi, 0).total <= capacity_bytes) return hi;
+    while (hi - lo > 1) {
+        const double mid = std::floor((lo + hi) / 2);
+        (memory(batch, mid, 0).total <= capacity_bytes ? lo : hi) = mid;
+    }
+    return lo;
+}
+
+double EstimatePlan::Impl::compute_bound_batch(double prompt, double gen) const {
+    // a decode step at the mean context, ideal roofline: compute-bound when Σ compute >= Σ DRAM time
+    const double mid = std::max(1.0, std::floor(prompt + (gen + 1) / 2));
+    double per_seq = 0;  // attention, per sequence at this context
+    for (const auto& [w, a0, a1] : cb_attention) per_seq += a0 + (w > 0 ? std::min(mid, w) : mid) * a1;
+    auto compute_bound = [&](double b) {
+        double g = cb_common0 + b * cb_common1;
+        for (const BalanceGroup& grp : cb_groups) {
+            std::size_t i = 0;
+            while (i + 1 < grp.max_rows.size() && b > grp.max_rows[i]) ++i;
+            g += grp.coef[i][0] + b * grp.coef[i][1];
+            if (grp.dequant_every_rows[i] > 0) g += (std::ceil(b / grp.dequant_every_rows[i]) - 1) * grp.coef[i][2];
+        }
+        for (const auto& [experts, top_k, coef] : cb_active) g += coef * ops::expected_active_experts(experts, top_k, b);
+        return g + b * per_seq >= 0;
+    };
+    double lo = 1, hi = 1 << 20;
+    if (!compute_bound(hi)) return 0;
+    if (compute_bound(lo)) return 1;
+    while (hi - lo > 1) {
+        const double m = std::floor((lo + hi) / 2);
+        (compute_bound(m) ? hi : lo) = m;
+    }
+    return hi;
+}
+
+EstimateRow EstimatePlan::Impl::assemble(double batch, double prompt, double gen, const PhaseSums& pre, const PhaseSums& dec,
+                                         double max_ctx, double cb_batch, double max_b) const {
+    const PlanStructure& st = *structure;
+    EstimateRow r;
+    r.parameters = st.parameters;
+    r.weight_bytes = st.weight_bytes;
+    r.bits_per_weight = st.parameters > 0 ? 8 * st.weight_bytes / st.parameters : 0;
+    r.batch = batch;
+    r.prompt_tokens = prompt;
+    r.gen_tokens = gen;
+    if (prompt > 0) {
+        r.prefill_s = pre.seconds;
+        r.prefill_tokens_per_s = batch * prompt / pre.seconds;
+        r.ceiling_prefill = batch * prompt / pre.ideal_seconds;
+        r.prefill_bound = phase_bound(pre.derated);
+    }
+    if (gen > 0) {
+        r.decode_s = dec.seconds;
+        r.tpot_s = dec.seconds / gen;
+        r.decode_tokens_per_s = gen / dec.seconds;
+        r.decode_tokens_per_s_total = batch * gen / dec.seconds;
+        r.ceiling_decode = gen / dec.ideal_seconds;
+        r.ceiling_decode_total = r.ceiling_decode * batch;
+        r.decode_bound = phase_bound(dec.derated);
+        r.decode_intensity = dec.bytes > 0 ? dec.flops / dec.bytes : 0;
+    }
+    r.ceiling_decode_weights = device_weight_bytes > 0 ? dram_bandwidth_Bps / device_weight_bytes : 0.0;
+    r.ttft_s = r.prefill_s;
+    if (prompt == 0 && gen > 0) r.ttft_s = r.decode_s / gen;
+    r.total_s = r.prefill_s + r.decode_s;
+    const MemoryUse m = memory(batch, prompt, gen);
+    r.fits = m.fits;
+    r.memory_weights = m.weights;
+    r.memory_kv_cache = m.kv_cache;
+    r.memory_activations = m.activations;
+    r.memory_overhead = m.overhead;
+    r.memory_total = m.total;
+    r.memory_capacity = m.capacity;
+    r.max_batch = max_b;
+    r.max_context = max_ctx;
+    r.compute_bound_batch = cb_batch;
+    return r;
+}
+
+std::vector<OpTimes> EstimatePlan::Impl::cached_prefill_attention(double prompt) const {
+    if (prompt <= 1) return {};
+    AttentionCache& c = *attention_cache;
+    {
+        const std::lock_guard<std::mutex> lock(c.mutex);
+        for (std::size_t i = 0; i < c.prompt.size(); ++i)
+            if (c.prompt[i] == prompt) return c.attention[i];
+    }
+    std::vector<OpTimes> a = prefill_attention(prompt);
+    const std::lock_guard<std::mutex> lock(c.mutex);
+    c.prompt[c.next] = prompt;
+    c.attention[c.next] = a;
+    c.next = (c.next + 1) % c.prompt.size();
+    return a;
+}
+
+EstimateRow EstimatePlan::evaluate(double batch, double prompt, double gen, std::vector<BreakdownRow>* breakdown) const {
+    check_point(batch, prompt, gen);
+    const Impl& p = *impl_;
+    PhaseSums pre, dec;
+    if (prompt > 0) pre = p.prefill(batch, prompt, p.cached_prefill_attention(prompt), breakdown);
+    if (gen > 0) dec = p.decode(batch, prompt, gen, p.decode_step(batch), breakdown);
+    return p.assemble(batch, prompt, gen, pre, dec, p.max_context(batch), p.compute_bound_batch(prompt, gen),
+                      p.max_batch(prompt, gen));
+}
+
+Estimate EstimatePlan::estimate(double batch, double prompt, double gen, bool breakdown) const {
+    Estimate e;
+    static_cast<EstimateRow&>(e) = evaluate(batch, prompt, gen, breakdown ? &e.breakdown : nullptr);
+    const PlanConfig& c = config();
+    e.model = model_id();
+    e.quant = c.quant;
+    e.device = device_id();
+    e.engine = engine_id();
+    e.kv_dtype = c.kv_dtype;
+    e.flash_attention = c.flash_attention;
+    e.tensor_parallel = c.tensor_parallel;
+    return e;
+}
+
+PhaseSums EstimatePlan::phase(double batch, double tokens, double past) const { return impl_->phase(batch, tokens, past); }
+MemoryUse EstimatePlan::memory(double batch, double prompt, double gen) const { return impl_->memory(batch, prompt, gen); }
+double EstimatePlan::max_batch(double prompt, double gen) const { return impl_->max_batch(prompt, gen); }
+double EstimatePlan::max_context(double batch) const { return impl_->max_context(batch); }
+double EstimatePlan::compute_bound_batch(double prompt, double gen) const { return impl_->compute_bound_batch(prompt, gen); }
+
+const std::string& EstimatePlan::model_id() const { return impl_->structure->model_id; }
+const std::string& EstimatePlan::device_id() const { return impl_->device_id; }
+const std::string& EstimatePlan::engine_id() const { return impl_->structure->engine->id; }
+const std::string& EstimatePlan::backend() const { return impl_->structure->backend.backend; }
+const PlanConfig& EstimatePlan::config() const { return impl_->structure->config; }
+double EstimatePlan::parameters() const { return impl_->structure->parameters; }
+double EstimatePlan::weight_bytes() const { return impl_->structure->weight_bytes; }
+double EstimatePlan::bits_per_weight() const {
+    return parameters() > 0 ? 8 * weight_bytes() / parameters() : 0;
+}
+std::size_t EstimatePlan::op_slots() const { return impl_->slots.size(); }
+
+}  // namespace roofline

@@ -1,0 +1,205 @@
+// Internal: the parts of an EstimatePlan, for plan.cpp and the sweep (which shares them between plans and points).
+//
+// Every op of the forward pass is built once (forward_slots), timed at a few points on the device and kept as
+// affine functions of its rows (and context, for attention); the ops affine in their rows alone are summed once
+// into a piecewise-linear envelope; a decode step's static ops are summed over the generation by a multiplication
+// and attention in closed form (sum_of_totals), so an evaluation costs the same for 1 or 10⁶ generated tokens and
+// does not depend on the number of layers. Prefill attention is built per prompt length.
+#pragma once
+
+#include "roofline/engine.hpp"
+#include "roofline/forward.hpp"
+#include "roofline/kv_cache.hpp"
+#include "roofline/plan.hpp"
+
+#include <array>
+#include <cstddef>
+#include <cstring>
+#include <type_traits>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace roofline {
+
+/// One op (or a sum of ops) at both ceilings, with its FLOPs and DRAM bytes. Adds and scales like its components.
+struct OpTimes {
+    CeilingTimes derated, ideal;
+    double flops = 0, bytes = 0;
+
+    OpTimes& axpy(double a, const OpTimes& x);
+};
+inline OpTimes operator-(OpTimes a, const OpTimes& b);
+// The hot loops below see an OpTimes as the 16 doubles it is made of (two CeilingTimes, FLOPs, bytes: a standard-
+// layout struct of doubles without padding, checked here), so that they vectorize as plain arrays do.
+inline constexpr std::size_t kOpTimesDoubles = 16;
+static_assert(std::is_standard_layout_v<CeilingTimes> && sizeof(CeilingTimes) == 7 * sizeof(double));
+static_assert(std::is_standard_layout_v<OpTimes> && sizeof(OpTimes) == kOpTimesDoubles * sizeof(double));
+static_assert(offsetof(OpTimes, bytes) == (kOpTimesDoubles - 1) * sizeof(double));
+inline double* doubles(OpTimes& t) { return reinterpret_cast<double*>(&t); }
+inline const double* doubles(const OpTimes& t) { return reinterpret_cast<const double*>(&t); }
+
+/// t = base + x × per_x (+ y × per_y), in place, component by component (the hot path of every evaluation).
+inline void set_affine(OpTimes& t, const OpTimes& b, double x, const OpTimes& p) {
+    const double *vb = doubles(b), *vp = doubles(p);
+    double r[kOpTimesDoubles];
+    for (std::size_t i = 0; i < kOpTimesDoubles; ++i) r[i] = vb[i] + x * vp[i];
+    std::memcpy(&t, r, sizeof r);
+}
+inline void set_affine(OpTimes& t, const OpTimes& b, double x, const OpTimes& p, double y, const OpTimes& q) {
+    if (y == 0) return set_affine(t, b, x, p);  // the same value: adding 0 × q changes no bit
+    const double *vb = doubles(b), *vp = doubles(p), *vq = doubles(q);
+    double r[kOpTimesDoubles];  // computed apart from t, then stored: no overlap checks in the loop
+    for (std::size_t i = 0; i < kOpTimesDoubles; ++i) r[i] = vb[i] + x * vp[i] + y * vq[i];
+    std::memcpy(&t, r, sizeof r);
+}
+inline OpTimes& OpTimes::axpy(double a, const OpTimes& x) {
+    double* __restrict v = doubles(*this);
+    const double* __restrict vx = doubles(x);
+    for (std::size_t i = 0; i < kOpTimesDoubles; ++i) v[i] += a * vx[i];
+    return *this;
+}
+inline OpTimes operator-(OpTimes a, const OpTimes& b) { return a.axpy(-1.0, b); }
+
+/// base + x × per_x (+ y × per_y)
+inline OpTimes affine(const OpTimes& base, double x, const OpTimes& per_x) {
+    OpTimes t = base;
+    return t.axpy(x, per_x);
+}
+inline OpTimes affine(const OpTimes& base, double x, const OpTimes& per_x, double y, const OpTimes& per_y) {
+    OpTimes t = base;
+    return t.axpy(x, per_x).axpy(y, per_y);
+}
+/// Every component but the overhead × factor: an op `factor` times as large, launched once.
+inline OpTimes work_scaled(const OpTimes& t, double factor) {
+    OpTimes r;
+    r.derated = t.derated.work_scaled(factor);
+    r.ideal = t.ideal.work_scaled(factor);
+    r.flops = t.flops * factor;
+    r.bytes = t.bytes * factor;
+    return r;
+}
+/// An op's times on a device at both ceilings.
+OpTimes times_of(const OpCost& op, const Device& device);
+/// An all-reduce of `bytes` per rank over `tensor_parallel` ranks by the engine's algorithm, without its kernel's
+/// launch: the steps' latency (derated only, as overhead) and the bytes each rank moves over its links (as the DRAM
+/// term: the interconnect is the level a collective streams through).
+CeilingTimes all_reduce_times(const EngineBackend& engine, double tensor_parallel, double interconnect_Bps, double bytes,
+                              Ceilings ceilings);
+
+/// What a plan keeps of the model and configuration before a device is chosen: the op slots of a forward pass and
+/// each slot's ops built at the few points its times are taken from. Immutable; shared between the plans of one
+/// (model, configuration, backend) on many devices.
+struct PlanStructure {
+    PlanConfig config;
+    std::shared_ptr<const Engine> engine;
+    EngineBackend backend;
+    PhaseOptions options;  // without the device's parts (with_device)
+    std::string model_id;
+    Architecture arch;
+    KvLayout kv_layout;
+    double parameters = 0, weight_bytes = 0;
+    double replicated_bytes = 0;  // weights every tensor-parallel rank holds whole (norms, whole-vocabulary tables)
+    std::vector<OpSlot> slots;
+    std::vector<std::string> names;        // slot name ids, first appearance order
+    std::vector<std::uint32_t> slot_name;  // per slot, its index in names
+    // per slot, the ops built at the points its times are taken from (see plan.cpp, probes_of)
+    std::vector<std::vector<OpCost>> probes;
+};
+
+/// Validates and builds a structure (the engine's backend named by `backend`).
+std::shared_ptr<const PlanStructure> make_structure(const Model& model, const PlanConfig& config, const std::string& backend,
+                                                    const std::vector<TensorFormat>* formats = nullptr);
+/// The device as the plans of an engine backend see it: its fixed cost per kernel × the engine's scale.
+std::shared_ptr<const Device> device_for_engine(const Device& device, const EngineBackend& backend);
+
+/// An op slot with its times. rows and all_reduce slots: base + rows × per_row. linear slots, per path (kernel):
+/// base + rows × per_row + extra dequantization passes × pass, matrix compute ÷ the path's utilization. moe: base +
+/// routed rows × per_row + active experts × extra. decode attention: base + batch × (per_row + context × extra).
+struct PlanSlot {
+    struct Path {
+        OpTimes base, per_row, pass;
+        double max_rows = 0;
+        double dequant_every_rows = 0;  // > 0: the weights are dequantized again per block of this many rows
+        bool matrix = false;            // on matrix units: its matrix compute is divided by a utilization
+        std::uint32_t group = 0;  // matrix paths with the same output features, tile and rows share a utilization
+    };
+    const OpSlot* op = nullptr;  // in the plan's structure
+    std::uint32_t name = 0;
+    OpTimes base, per_row, extra;
+    std::vector<Path> paths;
+};
+
+/// The slots that are affine in their rows alone (rows, all_reduce) summed once: each op's time is a max of affine
+/// functions of its rows, so their sum is convex piecewise-linear in the rows; kept per row group (rows = batch ×
+/// tokens, or the batch for per-sequence slots) as breakpoints and a line per interval.
+struct Envelope {
+    std::vector<double> x;                     // interval starts, ascending, x[0] = 0
+    std::vector<std::array<double, 4>> lines;  // per interval: derated time a + b·rows, ideal time a + b·rows
+    OpTimes base, per_row;                     // Σ count × components (affine in rows)
+};
+
+/// A decode step's Σ ideal (compute − DRAM) seconds as a function of the batch, for compute_bound_batch: the parts
+/// that do not switch kernels, and per group of linear slots with the same kernel thresholds, per kernel.
+struct BalanceGroup {
+    std::vector<double> max_rows, dequant_every_rows;
+    std::vector<std::array<double, 3>> coef;  // per path: at 0 rows, per row, per extra dequantization pass
+};
+
+struct EstimatePlan::Impl {
+    std::string device_id;
+    std::shared_ptr<const PlanStructure> structure;
+    std::shared_ptr<const Device> device;  // fixed cost per kernel scaled by the engine (device_for_engine)
+    PhaseOptions options;
+    double interconnect_Bps = 0;
+    double dram_bandwidth_Bps = 0, capacity_bytes = 0;
+    double device_weight_bytes = 0;  // what one rank holds: split weights ÷ ranks + replicated ones
+    std::uint32_t groups = 0;
+    std::vector<PlanSlot> slots;
+    std::vector<std::size_t> attention;  // slot indices of attention slots
+    double act_bytes = 0, widest = 0;
+    double kv_token_layer_bytes = 0;  // one token's K and V in one layer, one rank
+    // compute_bound_batch
+    double cb_common0 = 0, cb_common1 = 0;
+    std::vector<BalanceGroup> cb_groups;
+    std::vector<std::array<double, 3>> cb_active;     // experts, experts used, coefficient
+    std::vector<std::array<double, 3>> cb_attention;  // window, per sequence, per sequence × context
+    std::array<Envelope, 2> envelope;  // [0]: rows = batch × tokens, [1]: per sequence
+
+    Impl(std::shared_ptr<const Device> engine_device, std::shared_ptr<const PlanStructure> structure);
+
+    // The pieces evaluate() assembles; the sweep shares them between points. Each is a pure function of its
+    // arguments, so sharing them changes no bit of the result.
+    /// Prefill attention of one sequence of `prompt` tokens, per attention slot (the rest of a prefill scales).
+    std::vector<OpTimes> prefill_attention(double prompt) const;
+    PhaseSums prefill(double batch, double prompt, const std::vector<OpTimes>& attention,
+                      std::vector<BreakdownRow>* breakdown = nullptr) const;
+    /// A decode step's ops but attention (they do not depend on the context), at `batch` sequences.
+    PhaseSums decode_step(double batch) const;
+    /// `gen` decode steps at contexts prompt + 1 ... prompt + gen: `step` × gen plus attention in closed form.
+    PhaseSums decode(double batch, double prompt, double gen, const PhaseSums& step,
+                     std::vector<BreakdownRow>* breakdown = nullptr) const;
+    PhaseSums phase(double batch, double tokens, double past) const;
+    MemoryUse memory(double batch, double prompt, double gen) const;
+    double max_batch(double prompt, double gen) const;
+    double max_context(double batch) const;
+    double compute_bound_batch(double prompt, double gen) const;
+    EstimateRow assemble(double batch, double prompt, double gen, const PhaseSums& prefill, const PhaseSums& decode,
+                         double max_context, double compute_bound_batch, double max_batch) const;
+
+    PhaseSums sum_slots(double batch, double tokens, double past, const std::vector<OpTimes>* attention,
+                        std::vector<BreakdownRow>* breakdown, const char* phase) const;
+
+    // evaluate()'s last few prefill_attention results (a pure function of the prompt: sharing it changes no bit)
+    struct AttentionCache {
+        std::mutex mutex;
+        std::array<double, 4> prompt{{-1, -1, -1, -1}};
+        std::array<std::vector<OpTimes>, 4> attention;
+        std::size_t next = 0;
+    };
+    std::unique_ptr<AttentionCache> attention_cache = std::make_unique<AttentionCache>();
+    std::vector<OpTimes> cached_prefill_attention(double prompt) const;
+};
+
+}  // namespace roofline

@@ -1,0 +1,441 @@
+// Engines as data (engine_db/): every file loads and validates, every property has a source, based_on inherits and
+// overrides, errors name the file and the field, backends by device vendor, kernels by weight format and rows.
+#include <doctest/doctest.h>
+
+#include "roofline/engine.hpp"
+#include "roofline/errors.hpp"
+#include "roofline/format.hpp"
+#include "test_helpers.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <set>
+#include <string>
+#include <vector>
+
+using namespace roofline;
+
+namespace {
+const EngineDB& engine_db() {
+    static const EngineDB db = EngineDB::load_directory(ROOFLINE_TEST_HARDWARE_DB "/../engine_db");
+    return db;
+}
+
+std::string with(std::string text, const std::string& from, const std::string& to) {
+    const auto pos = text.find(from);
+    REQUIRE(pos != std::string::npos);
+    text.replace(pos, from.size(), to);
+    return text;
+}
+
+// A small valid engine: one backend for everything, a mat-vec kernel up to 8 rows, then a tiled one.
+const char* const kTinyEngine = R"({
+  "schema_version": 1, "id": "tiny", "name": "Tiny engine", "summary": "made up for a test",
+  "backends": {
+    "any": {
+      "kernel_fixed_cost_scale": {"value": 2.0, "source": "made up"},
+      "activation_format": {"value": "bf16", "source": "made up"},
+      "linear_kernels": {"value": [
+        {"name": "gemv", "weights": ["*"], "max_rows": 8, "unit": "vector", "compute": "activation", "source": "made up"},
+        {"name": "gemm", "weights": ["*"], "unit": "matrix", "compute": "activation", "tile_m": 128, "tile_n": 64, "source": "made up"}
+      ]},
+      "fused_qkv": {"value": false, "source": "made up"},
+      "logits_last_token_only": {"value": true, "source": "made up"},
+      "runtime_overhead_GB": {"value": 0.5, "source": "made up"},
+      "all_reduce": {"value": "ring", "source": "made up"},
+      "collective_step_latency_us": {"value": 0.5, "source": "made up"},
+      "vocab_parallel": {"value": true, "source": "made up"}
+    }
+  }
+})";
+
+// An engine with every property, a vendor map and a second backend.
+const char* const kFullEngine = R"({
+  "schema_version": 1, "id": "full", "name": "Full engine", "aliases": ["complete"], "summary": "made up for a test",
+  "native_backend": {"value": {"nvidia": "cuda", "apple": "metal"}, "source": "made up"},
+  "backends": {
+    "any": {
+      "kernel_fixed_cost_scale": {"value": 1.5, "source": "s1"},
+      "activation_format": {"value": "fp32", "source": "s2"},
+      "linear_kernels": {"value": [
+        {"name": "gemv", "weights": ["quantized", "f16"], "max_rows": 4, "unit": "vector", "compute": "fp32", "source": "k1"},
+        {"name": "gemm", "weights": ["*"], "unit": "matrix", "compute": "activation", "tile_m": 64, "tile_n": 32,
+         "dequant_every_rows": 32, "dequant_overlapped": false, "source": "k2", "uncertain": "a guess"}
+      ]},
+      "fused_qkv": {"value": false, "source": "s3"},
+      "logits_last_token_only": {"value": false, "source": "s4"},
+      "runtime_overhead_GB": {"value": 0.7, "source": "s5"},
+      "all_reduce": {"value": "one-shot", "source": "s6"},
+      "collective_step_latency_us": {"value": 0.47, "source": "s7"},
+      "vocab_parallel": {"value": true, "source": "s8", "uncertain": "maybe"}
+    },
+    "metal": {"fused_qkv": {"value": true, "source": "made up too"}}
+  }
+})";
+
+// The properties every resolved backend holds, by their engine_db keys.
+const std::vector<std::string> kProperties = {"kernel_fixed_cost_scale", "activation_format", "fused_qkv",
+                                              "logits_last_token_only",  "runtime_overhead_GB", "all_reduce",
+                                              "collective_step_latency_us", "vocab_parallel"};
+
+void check_error(const std::string& text, const std::vector<std::string>& expected, const std::vector<Engine>* bases = nullptr) {
+    try {
+        parse_engine(text, "engines/bad.json", bases);
+        FAIL("parse_engine accepted a bad engine");
+    } catch (const InvalidArgument& e) {
+        const std::string what = e.what();
+        CAPTURE(what);
+        CHECK(what.find("engines/bad.json") != std::string::npos);
+        for (const auto& x : expected) {
+            CAPTURE(x);
+            CHECK(what.find(x) != std::string::npos);
+        }
+    }
+}
+
+void check_same_backend(const EngineBackend& a, const EngineBackend& b) {
+    CAPTURE(a.backend);
+    CHECK(a.backend == b.backend);
+    CHECK(a.kernel_fixed_cost_scale == b.kernel_fixed_cost_scale);
+    CHECK(a.activation_format == b.activation_format);
+    CHECK(a.fused_qkv == b.fused_qkv);
+    CHECK(a.logits_last_token_only == b.logits_last_token_only);
+    CHECK(a.runtime_overhead_bytes == doctest::Approx(b.runtime_overhead_bytes).epsilon(1e-15));  // GB in the file
+    CHECK(a.all_reduce == b.all_reduce);
+    CHECK(a.collective_step_latency_s == doctest::Approx(b.collective_step_latency_s).epsilon(1e-15));  // us in the file
+    CHECK(a.vocab_parallel == b.vocab_parallel);
+    REQUIRE(a.linear_kernels.size() == b.linear_kernels.size());
+    for (std::size_t i = 0; i < a.linear_kernels.size(); ++i) {
+        const LinearKernel &x = a.linear_kernels[i], &y = b.linear_kernels[i];
+        CAPTURE(x.name);
+        CHECK(x.name == y.name);
+        CHECK(x.weights == y.weights);
+        CHECK(x.max_rows == y.max_rows);
+        CHECK(x.unit == y.unit);
+        CHECK(x.compute == y.compute);
+        if (x.unit == Unit::matrix) {  // tiles of vector kernels are not written
+            CHECK(x.tile_m == y.tile_m);
+            CHECK(x.tile_n == y.tile_n);
+        }
+        CHECK(x.dequant_every_rows == y.dequant_every_rows);
+        CHECK(x.dequant_overlapped == y.dequant_overlapped);
+        CHECK(x.provenance.source == y.provenance.source);
+        CHECK(x.provenance.uncertain == y.provenance.uncertain);
+    }
+    REQUIRE(a.sources.size() == b.sources.size());
+    for (const auto& [key, p] : a.sources) {
+        CAPTURE(key);
+        REQUIRE(b.sources.count(key) == 1);
+        CHECK(b.sources.at(key).source == p.source);
+        CHECK(b.sources.at(key).uncertain == p.uncertain);
+    }
+}
+}  // namespace
+
+TEST_CASE("every engine_db file loads: llama.cpp first, then the others") {
+    const EngineDB& db = engine_db();
+    const std::vector<std::string> ids = db.ids();
+    REQUIRE_FALSE(ids.empty());
+    CHECK(ids.front() == "llama.cpp");
+    const std::set<std::string> have(ids.begin(), ids.end());
+    for (const char* id : {"llama.cpp", "generic", "cuda-graphs", "gpt-fast"}) {
+        CAPTURE(id);
+        CHECK(have.count(id) == 1);
+        CHECK(db.contains(id));
+        CHECK(db.get(id).id == id);
+        CHECK_FALSE(db.get(id).name.empty());
+        CHECK_FALSE(db.get(id).summary.empty());
+        CHECK(db.get(id).origin.find(std::string(id) + ".json") != std::string::npos);
+    }
+    CHECK(have.size() == ids.size());  // no id twice
+    // the default database is the source tree's
+    CHECK(engine_names() == ids);
+    // every engine resolves an "any" backend first, with kernels for any number of rows
+    for (const Engine& e : db.engines()) {
+        CAPTURE(e.id);
+        REQUIRE_FALSE(e.backends.empty());
+        CHECK(e.backends.front().backend == "any");
+        for (const EngineBackend& b : e.backends) {
+            REQUIRE_FALSE(b.linear_kernels.empty());
+            CHECK(b.linear_kernels.back().max_rows == std::numeric_limits<double>::infinity());
+            CHECK(std::find(backend_names().begin(), backend_names().end(), b.backend) != backend_names().end());
+        }
+    }
+}
+
+TEST_CASE("gpt-fast is based on cuda-graphs and overrides what its source does differently") {
+    const EngineDB& db = engine_db();
+    const Engine& fast = db.get("gpt-fast");
+    const Engine& graphs = db.get("cuda-graphs");
+    CHECK(fast.based_on == "cuda-graphs");
+    CHECK(graphs.based_on.empty());
+    const EngineBackend &f = fast.backend("any"), &g = graphs.backend("any");
+    // overridden
+    CHECK(f.fused_qkv);
+    CHECK_FALSE(g.fused_qkv);
+    CHECK_FALSE(f.vocab_parallel);
+    CHECK(g.vocab_parallel);
+    CHECK(f.all_reduce == AllReduce::one_shot);
+    CHECK(g.all_reduce == AllReduce::ring);
+    CHECK(all_reduce_name(f.all_reduce) == "one-shot");
+    REQUIRE_FALSE(f.linear_kernels.empty());
+    for (const LinearKernel& k : f.linear_kernels) {
+        CAPTURE(k.name);
+        CHECK_FALSE(k.dequant_overlapped);
+    }
+    for (const LinearKernel& k : g.linear_kernels) CHECK(k.dequant_overlapped);
+    CHECK(f.sources.at("fused_qkv").source != g.sources.at("fused_qkv").source);
+    // inherited, with the base's sources
+    for (const char* key : {"kernel_fixed_cost_scale", "activation_format", "logits_last_token_only", "runtime_overhead_GB",
+                            "collective_step_latency_us"}) {
+        CAPTURE(key);
+        REQUIRE(f.sources.count(key) == 1);
+        CHECK(f.sources.at(key).source == g.sources.at(key).source);
+    }
+    CHECK(f.kernel_fixed_cost_scale == g.kernel_fixed_cost_scale);
+    CHECK(f.activation_format == g.activation_format);
+    CHECK(f.logits_last_token_only == g.logits_last_token_only);
+    CHECK(f.runtime_overhead_bytes == g.runtime_overhead_bytes);
+    CHECK(f.collective_step_latency_s == g.collective_step_latency_s);
+    CHECK(fast.native_backend == graphs.native_backend);
+}
+
+TEST_CASE("every property of every engine backend has a source, and so does every linear kernel") {
+    for (const Engine& e : engine_db().engines()) {
+        CAPTURE(e.id);
+        for (const EngineBackend& b : e.backends) {
+            CAPTURE(b.backend);
+            for (const auto& key : kProperties) {
+                CAPTURE(key);
+                REQUIRE(b.sources.count(key) == 1);
+                CHECK_FALSE(b.sources.at(key).source.empty());
+            }
+            for (std::size_t i = 0; i < b.linear_kernels.size(); ++i) {
+                const std::string key = "linear_kernels[" + std::to_string(i) + "]";
+                CAPTURE(key);
+                CHECK_FALSE(b.linear_kernels[i].provenance.source.empty());
+                REQUIRE(b.sources.count(key) == 1);
+                CHECK(b.sources.at(key).source == b.linear_kernels[i].provenance.source);
+            }
+            for (const auto& [key, p] : b.sources) {
+                CAPTURE(key);
+                CHECK_FALSE(p.source.empty());
+            }
+        }
+        if (!e.native_backend.empty()) CHECK_FALSE(e.native_backend_provenance.source.empty());
+    }
+}
+
+TEST_CASE("parse_engine: errors name the origin and the field path") {
+    SUBCASE("a property missing: every property needs a value and a source") {
+        check_error(with(kTinyEngine, R"("vocab_parallel": {"value": true, "source": "made up"})", R"("fused_qkv": {"value": false, "source": "made up"})"),
+                    {"backends.any.vocab_parallel", "is required"});
+    }
+    SUBCASE("a property without a source") {
+        check_error(with(kTinyEngine, R"("fused_qkv": {"value": false, "source": "made up"})", R"("fused_qkv": {"value": false})"),
+                    {"backends.any.fused_qkv.source", "required"});
+    }
+    SUBCASE("an unknown key (a typo)") {
+        check_error(with(kTinyEngine, R"("fused_qkv": {)", R"("fused_qvk": {)"),
+                    {"backends.any.fused_qvk", "not a known field", "did you mean 'fused_qkv'?", "vocab_parallel"});
+        check_error(with(kTinyEngine, R"("summary")", R"("aliasses": [], "summary")"), {"'aliasses'", "not a known field"});
+    }
+    SUBCASE("a kernel list whose last kernel has max_rows") {
+        check_error(with(kTinyEngine, R"("weights": ["*"], "unit": "matrix")", R"("weights": ["*"], "max_rows": 64, "unit": "matrix")"),
+                    {"backends.any.linear_kernels", "must end with a kernel without max_rows"});
+    }
+    SUBCASE("a bad unit") {
+        check_error(with(kTinyEngine, R"("unit": "vector")", R"("unit": "tensor")"),
+                    {"backends.any.linear_kernels.value[0].unit", "tensor", "vector, matrix"});
+    }
+    SUBCASE("an unknown weight format") {
+        check_error(with(kTinyEngine, R"("weights": ["*"], "max_rows": 8)", R"("weights": ["q9_z"], "max_rows": 8)"),
+                    {"backends.any.linear_kernels.value[0].weights[0]", "is not a format", "q9_z"});
+    }
+    SUBCASE("based_on an unknown engine") {
+        const std::vector<Engine>& bases = engine_db().engines();
+        check_error(with(kTinyEngine, R"("summary")", R"("based_on": "cuda-graph", "summary")"), {"based_on", "'cuda-graph'"}, &bases);
+        check_error(with(kTinyEngine, R"("summary")", R"("based_on": "cuda-graphs", "summary")"), {"based_on", "'cuda-graphs'"});
+    }
+    SUBCASE("a vendor mapped to a backend that is none") {
+        check_error(with(kTinyEngine, R"("backends")", R"("native_backend": {"value": {"nvidia": "tpu"}, "source": "made up"}, "backends")"),
+                    {"native_backend.value.nvidia", "must be one of cuda, rocm, metal, vulkan, cpu", "tpu"});
+    }
+    SUBCASE("a bad value") {
+        check_error(with(kTinyEngine, R"("value": 2.0)", R"("value": -1)"), {"backends.any.kernel_fixed_cost_scale.value"});
+        check_error(with(kTinyEngine, R"("value": "bf16")", R"("value": "int8")"), {"backends.any.activation_format.value", "int8"});
+        check_error(with(kTinyEngine, R"("compute": "activation", "source")", R"("compute": "fp7", "source")"),
+                    {"backends.any.linear_kernels.value[0].compute", "fp7"});
+    }
+    SUBCASE("no 'any' backend") {
+        check_error(with(kTinyEngine, R"("any": {)", R"("cuda": {)"), {"backends.any", "is required"});
+    }
+    // the tiny engine itself is valid
+    const Engine e = parse_engine(kTinyEngine, "engines/tiny.json");
+    CHECK(e.id == "tiny");
+    CHECK(e.origin == "engines/tiny.json");
+    REQUIRE(e.backends.size() == 1);
+    CHECK(e.backends[0].kernel_fixed_cost_scale == 2.0);
+    CHECK(e.backends[0].linear_kernels.size() == 2);
+    // every property is set, with its source
+    CHECK(e.backends[0].all_reduce == AllReduce::ring);
+    CHECK(e.backends[0].sources.at("all_reduce").source == "made up");
+}
+
+TEST_CASE("Engine::on picks the backend of the device's vendor, and says which vendors an engine runs on") {
+    const std::string text = with(with(kTinyEngine, R"("backends")",
+                                       R"("native_backend": {"value": {"nvidia": "cuda"}, "source": "made up"}, "backends")"),
+                                  R"("any": {)", R"("cuda": {"kernel_fixed_cost_scale": {"value": 0.5, "source": "graphs"}},
+    "any": {)");
+    const Engine e = parse_engine(text, "engines/tiny.json");
+    REQUIRE(e.backends.size() == 2);
+    CHECK(e.backends[0].backend == "any");
+    CHECK(e.backends[1].backend == "cuda");
+    const DeviceDB& devices = roofline::test::hardware_db();
+    const EngineBackend& on_h100 = e.on(devices.get("h100-sxm"));
+    CHECK(on_h100.backend == "cuda");
+    CHECK(on_h100.kernel_fixed_cost_scale == 0.5);           // the cuda backend's own
+    CHECK(on_h100.activation_format == "bf16");              // the rest from "any"
+    CHECK(on_h100.sources.at("kernel_fixed_cost_scale").source == "graphs");
+    CHECK(on_h100.sources.at("activation_format").source == "made up");
+    CHECK_THROWS_WITH_AS(e.on(devices.get("m4-pro-20c")), doctest::Contains("does not run on apple devices"), InvalidArgument);
+    CHECK_THROWS_WITH_AS(e.on(devices.get("m4-pro-20c")), doctest::Contains("it runs on: nvidia"), InvalidArgument);
+    CHECK_THROWS_WITH_AS(e.on(devices.get("mi300x")), doctest::Contains("engine 'tiny' does not run on amd devices"), InvalidArgument);
+    // backends by name: one the file does not describe is "any"; a name that is no backend is an error
+    CHECK(e.backend("cuda").kernel_fixed_cost_scale == 0.5);
+    CHECK(e.backend("metal").backend == "any");
+    CHECK(e.backend("CUDA").backend == "cuda");
+    CHECK_THROWS_WITH_AS(e.backend("tpu"), doctest::Contains("unknown backend 'tpu'"), NotFound);
+    // without native_backend an engine runs "any" everywhere
+    const Engine plain = parse_engine(kTinyEngine, "engines/tiny.json");
+    CHECK(plain.on(devices.get("m4-pro-20c")).backend == "any");
+    CHECK(plain.on(devices.get("h100-sxm")).backend == "any");
+}
+
+TEST_CASE("kernels_for picks kernels by weight class and format, in order of max_rows") {
+    auto kernel = [](const char* name, std::vector<std::string> weights, double max_rows, Unit unit) {
+        LinearKernel k;
+        k.name = name;
+        k.weights = std::move(weights);
+        k.max_rows = max_rows;
+        k.unit = unit;
+        k.provenance.source = "made up";
+        return k;
+    };
+    const double inf = std::numeric_limits<double>::infinity();
+    EngineBackend b;
+    b.backend = "cuda";
+    b.linear_kernels = {kernel("mmvq", {"quantized"}, 8, Unit::vector), kernel("gemv", {"float"}, 1, Unit::vector),
+                        kernel("q8 tiles", {"q8_0"}, 64, Unit::matrix), kernel("small gemv", {"*"}, 4, Unit::vector),
+                        kernel("gemm", {"*"}, inf, Unit::matrix), kernel("never", {"*"}, inf, Unit::vector)};
+    auto names = [&](const Format& f) {
+        std::vector<std::string> out;
+        for (const auto& k : b.kernels_for(f, "tiny")) out.push_back(k.name);
+        return out;
+    };
+    const Format q4 = parse_format("Q4_K"), q8 = parse_format("Q8_0"), bf16 = format_of(DType::bf16);
+    REQUIRE(q4.dequant_flops_per_element > 0);
+    REQUIRE(bf16.dequant_flops_per_element == 0);
+    CHECK(names(q4) == std::vector<std::string>{"mmvq", "gemm"});  // "small gemv" (4 rows) is shadowed by mmvq (8)
+    CHECK(names(q8) == std::vector<std::string>{"mmvq", "q8 tiles", "gemm"});  // by name, lower case
+    CHECK(names(bf16) == std::vector<std::string>{"gemv", "small gemv", "gemm"});
+    CHECK(b.linear_kernels[0].handles(q4));
+    CHECK_FALSE(b.linear_kernels[0].handles(bf16));
+    CHECK(b.linear_kernels[1].handles(bf16));
+    CHECK_FALSE(b.linear_kernels[1].handles(q8));
+    CHECK(b.linear_kernels[2].handles(q8));
+    CHECK_FALSE(b.linear_kernels[2].handles(q4));
+    // no kernel for a format, or none beyond some rows: errors naming the engine and the format
+    EngineBackend only_float;
+    only_float.linear_kernels = {kernel("gemm", {"float"}, inf, Unit::matrix)};
+    CHECK_THROWS_WITH_AS(only_float.kernels_for(q4, "tiny"), doctest::Contains("engine 'tiny'"), InvalidArgument);
+    const std::string none = "no linear kernel for weights in " + q4.name;
+    CHECK_THROWS_WITH_AS(only_float.kernels_for(q4, "tiny"), doctest::Contains(none.c_str()), InvalidArgument);
+    EngineBackend limited;
+    limited.linear_kernels = {kernel("gemv", {"*"}, 8, Unit::vector)};
+    CHECK_THROWS_WITH_AS(limited.kernels_for(bf16, "tiny"), doctest::Contains("above 8 rows"), InvalidArgument);
+    // the engine_db engines run every format the quantizations produce
+    for (const Engine& e : engine_db().engines())
+        for (const EngineBackend& eb : e.backends)
+            for (const Format& f : {q4, q8, bf16, format_of(DType::fp16), format_of(DType::fp32)}) {
+                CAPTURE(e.id);
+                CAPTURE(f.name);
+                const auto ks = eb.kernels_for(f, e.id);
+                REQUIRE_FALSE(ks.empty());
+                CHECK(ks.back().max_rows == inf);
+                for (std::size_t i = 1; i < ks.size(); ++i) CHECK(ks[i].max_rows > ks[i - 1].max_rows);
+            }
+}
+
+TEST_CASE("to_json round-trips every engine through parse_engine") {
+    for (const Engine& e : engine_db().engines()) {
+        CAPTURE(e.id);
+        const std::string j = e.to_json();
+        const Engine again = parse_engine(j, "<round trip>");
+        CHECK(again.id == e.id);
+        CHECK(again.name == e.name);
+        CHECK(again.summary == e.summary);
+        CHECK(again.aliases == e.aliases);
+        CHECK(again.native_backend == e.native_backend);
+        CHECK(again.native_backend_provenance.source == e.native_backend_provenance.source);
+        REQUIRE(again.backends.size() == e.backends.size());
+        for (std::size_t i = 0; i < e.backends.size(); ++i) check_same_backend(again.backends[i], e.backends[i]);
+        CHECK(again.to_json() == j);
+    }
+    // an engine with a vendor map, a second backend, uncertain sources and every kernel field
+    const Engine e = parse_engine(kFullEngine, "engines/full.json");
+    REQUIRE(e.backends.size() == 2);
+    const Engine again = parse_engine(e.to_json(), "<round trip>");
+    REQUIRE(again.backends.size() == 2);
+    CHECK(again.native_backend == e.native_backend);
+    for (std::size_t i = 0; i < e.backends.size(); ++i) check_same_backend(again.backends[i], e.backends[i]);
+    CHECK(again.backend("metal").fused_qkv);
+    CHECK_FALSE(again.backend("any").fused_qkv);
+    CHECK(again.backend("any").sources.at("vocab_parallel").uncertain == "maybe");
+    CHECK(again.backend("any").linear_kernels.back().provenance.uncertain == "a guess");
+    CHECK(again.backend("any").linear_kernels.back().dequant_every_rows == 32);
+    CHECK_FALSE(again.backend("any").linear_kernels.back().dequant_overlapped);
+}
+
+TEST_CASE("engine(name): by id or alias, case-insensitively; an unknown name is NotFound with a hint") {
+    CHECK(engine("LLAMACPP")->id == "llama.cpp");
+    CHECK(engine("llama.cpp")->id == "llama.cpp");
+    CHECK(engine("Llama.CPP")->id == "llama.cpp");
+    CHECK(engine("GPT-FAST")->id == "gpt-fast");
+    CHECK(engine("Cuda-Graphs")->id == "cuda-graphs");
+    // every alias of every engine finds it
+    for (const Engine& e : default_engines()->engines())
+        for (const auto& alias : e.aliases) {
+            CAPTURE(alias);
+            CHECK(engine(alias)->id == e.id);
+            CHECK(engine(to_lower(alias))->id == e.id);
+        }
+    CHECK_THROWS_WITH_AS(engine("nope"), doctest::Contains("unknown engine 'nope'"), NotFound);
+    CHECK_THROWS_WITH_AS(engine("nope"), doctest::Contains("llama.cpp, cuda-graphs, generic, gpt-fast"), NotFound);
+    CHECK_THROWS_WITH_AS(engine("gpt-fats"), doctest::Contains("did you mean 'gpt-fast'?"), NotFound);
+    CHECK_THROWS_WITH_AS(engine("lama.cpp"), doctest::Contains("did you mean 'llama.cpp'?"), NotFound);
+    // the shared pointer keeps the database alive
+    const std::shared_ptr<const Engine> e = engine("generic");
+    CHECK(e->id == "generic");
+    CHECK(default_engines()->get("generic").id == "generic");
+}
+
+TEST_CASE("an engine based on another replaces the base's kernels, and their sources with them") {
+    const std::string base_text = with(with(kTinyEngine, R"("id": "tiny")", R"("id": "base3")"), R"("linear_kernels": {"value": [)",
+                                       R"("linear_kernels": {"value": [{"name": "ka", "weights": ["*"], "max_rows": 1, "unit": "vector", "compute": "activation", "source": "made up ka"}, {"name": "kb", "weights": ["*"], "max_rows": 4, "unit": "vector", "compute": "activation", "source": "made up kb"}, )");
+    const std::vector<Engine> bases{parse_engine(base_text, "base3.json")};
+    REQUIRE(bases[0].backend("any").linear_kernels.size() >= 3);
+    const std::string derived = R"({"schema_version": 1, "id": "derived", "name": "derived", "based_on": "base3",
+        "summary": "one kernel for everything", "backends": {"any": {"linear_kernels": {"value": [
+        {"name": "only", "weights": ["*"], "unit": "matrix", "compute": "activation", "source": "made up only"}]}}}})";
+    const Engine d = parse_engine(derived, "derived.json", &bases);
+    const EngineBackend& b = d.backend("any");
+    REQUIRE(b.linear_kernels.size() == 1);
+    CHECK(b.sources.count("linear_kernels[0]") == 1);
+    CHECK(b.sources.at("linear_kernels[0]").source == "made up only");
+    CHECK(b.sources.count("linear_kernels[1]") == 0);
+    CHECK(b.sources.count("linear_kernels[2]") == 0);
+    // the round trip keeps exactly the same sources
+    const Engine again = parse_engine(d.to_json(), "derived-again.json");
+    CHECK(again.backend("any").sources.size() == b.sources.size());
+}

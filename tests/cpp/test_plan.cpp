@@ -1,0 +1,230 @@
+// Estimate plans: the closed forms (decode over a growing cache, envelopes, prefill attention) against the op-by-op,
+// step-by-step sums; ceilings, bounds, memory, batching and tensor parallel.
+#include <doctest/doctest.h>
+
+#include "../../cpp/src/plan_impl.hpp"  // EstimatePlan::Impl from a shared structure (what the sweep builds)
+#include "roofline/engine.hpp"
+#include "roofline/errors.hpp"
+#include "roofline/estimate.hpp"
+#include "roofline/forward.hpp"
+#include "roofline/kv_cache.hpp"
+#include "roofline/plan.hpp"
+#include "roofline/weights.hpp"
+#include "test_helpers.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+using namespace roofline;
+using roofline::test::catalog;
+
+namespace {
+std::string bound_of(PhaseBound b) { return phase_bound_names()[static_cast<std::size_t>(b)]; }
+
+// The estimator's times the slow way: every op of every step built and evaluated one by one (forward_ops), decode
+// summed step by step. What the plan's closed forms must reproduce.
+struct Reference {
+    double prefill_s = 0, prefill_ideal_s = 0, decode_s = 0, decode_ideal_s = 0;
+};
+Reference reference(const Model& m, const Device& device, const PlanConfig& cfg, double batch, double prompt, double gen) {
+    const std::shared_ptr<const Engine> eng = engine(cfg.engine);
+    const EngineBackend& backend = eng->on(device);
+    Device d = device;
+    d.efficiency.launch_overhead_s *= backend.kernel_fixed_cost_scale;
+    PhaseOptions o = phase_options(backend, eng->id, parse_kv_format(cfg.kv_dtype), cfg.flash_attention, cfg.tensor_parallel);
+    with_device(o, device);
+    const auto formats = estimate_tensor_formats(m, cfg.quant);
+    auto pass = [&](double tokens, double past, Ceilings c) {
+        double s = 0;
+        for (const auto& op : forward_ops(m, formats, batch, tokens, past, o)) {
+            REQUIRE(op.name != "all_reduce");  // tensor_parallel 1 only
+            s += op.count * evaluate(op.cost, d, c).seconds;
+        }
+        return s;
+    };
+    Reference r;
+    if (prompt > 0) {
+        r.prefill_s = pass(prompt, 0, Ceilings::derated);
+        r.prefill_ideal_s = pass(prompt, 0, Ceilings::ideal);
+    }
+    for (double c = prompt + 1; c <= prompt + gen; ++c) {
+        r.decode_s += pass(1, c - 1, Ceilings::derated);
+        r.decode_ideal_s += pass(1, c - 1, Ceilings::ideal);
+    }
+    return r;
+}
+
+bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+bool same_value(double a, double b) { return same_bits(a, b); }
+bool same_value(bool a, bool b) { return a == b; }
+bool same_value(PhaseBound a, PhaseBound b) { return a == b; }
+
+// Every field of the table, bit for bit.
+void check_rows_equal(const EstimateRow& a, const EstimateRow& b) {
+#define ROOFLINE_X(name, type, unit, meaning) CHECK_MESSAGE(same_value(a.name, b.name), #name);
+    ROOFLINE_ESTIMATE_FIELDS(ROOFLINE_X)
+#undef ROOFLINE_X
+}
+}  // namespace
+
+TEST_CASE("estimate plans reproduce the op-by-op, step-by-step estimator") {
+    const DeviceDB& db = roofline::test::hardware_db();
+    struct Case {
+        const char* model;
+        PlanConfig cfg;
+        const char* device;
+        double batch, prompt, gen;
+    };
+    const Case cases[] = {
+        {"llama-3.1-8b", {"Q4_K_M", "f16", false, "llama.cpp", 1}, "h100-sxm", 1, 512, 64},
+        {"llama-3.1-8b", {"Q4_K_M", "q8_0", true, "llama.cpp", 1}, "m4-pro-20c", 9, 300, 40},    // tiled GEMMs, extra dequant
+        {"gemma-2-9b", {"BF16", "f16", false, "generic", 1}, "a100-sxm-80gb", 3, 4090, 12},     // crosses a 4096 window
+        {"gemma-3-4b", {"fp8", "fp8", true, "cuda-graphs", 1}, "rtx-4090", 64, 1000, 30},       // 1024-token windows
+        {"qwen3-30b-a3b", {"Q8_0", "f16", false, "llama.cpp", 1}, "h100-sxm", 17, 77, 25},      // experts
+        {"gpt2", {"fp16", "f16", false, "generic", 1}, "l4", 2, 1, 9},                          // biases, one-token prompt
+        {"phi-3-mini", {"int4-g128", "bf16", true, "cuda-graphs", 1}, "b200", 200, 0, 5},       // no prompt
+    };
+    for (const auto& c : cases) {
+        CAPTURE(c.model);
+        CAPTURE(c.device);
+        const Model m = catalog(c.model);
+        const Device& d = db.get(c.device);
+        const EstimatePlan plan(m, d, c.cfg);
+        const EstimateRow e = plan.evaluate(c.batch, c.prompt, c.gen);
+        // a plan from a shared structure is the same plan
+        const EngineBackend& backend = engine(c.cfg.engine)->on(d);
+        check_rows_equal(e, EstimatePlan(std::make_shared<const EstimatePlan::Impl>(device_for_engine(d, backend),
+                                                                                   make_structure(m, c.cfg, backend.backend)))
+                                .evaluate(c.batch, c.prompt, c.gen));
+        const Reference r = reference(m, d, c.cfg, c.batch, c.prompt, c.gen);
+        CHECK(e.prefill_s == doctest::Approx(r.prefill_s).epsilon(1e-11));
+        if (c.prompt > 0) CHECK(e.ceiling_prefill == doctest::Approx(c.batch * c.prompt / r.prefill_ideal_s).epsilon(1e-11));
+        CHECK(e.decode_s == doctest::Approx(r.decode_s).epsilon(1e-11));
+        CHECK(e.ceiling_decode == doctest::Approx(c.gen / r.decode_ideal_s).epsilon(1e-11));
+        // the plan's estimate is estimate()'s
+        Workload w;
+        w.quant = c.cfg.quant;
+        w.kv_dtype = c.cfg.kv_dtype;
+        w.flash_attention = c.cfg.flash_attention;
+        w.engine = c.cfg.engine;
+        w.batch = c.batch;
+        w.prompt_tokens = c.prompt;
+        w.gen_tokens = c.gen;
+        const Estimate full = estimate(m, d, w);
+        CHECK(same_bits(full.decode_s, e.decode_s));
+        CHECK(same_bits(full.prefill_s, e.prefill_s));
+        CHECK(same_bits(full.max_context, e.max_context));
+        CHECK(same_bits(full.compute_bound_batch, e.compute_bound_batch));
+        double bd = 0;
+        for (const auto& row : full.breakdown) bd += row.seconds;
+        CHECK(bd == doctest::Approx(e.prefill_s + e.decode_s).epsilon(1e-9));
+    }
+}
+
+TEST_CASE("a generation costs what a step costs: decode is summed in closed form") {
+    const Model m = catalog("gemma-2-9b");
+    const EstimatePlan plan(m, roofline::test::hardware_db().get("h100-sxm"), PlanConfig{});
+    // 10⁶ steps across the window boundary: finite, and the per-step mean between the first and last step
+    const EstimateRow e = plan.evaluate(4, 1024, 1e6);
+    const EstimateRow first = plan.evaluate(4, 1024, 1), last = plan.evaluate(4, 1024 + 1e6 - 1, 1);
+    CHECK(std::isfinite(e.decode_s));
+    CHECK(e.decode_s / 1e6 >= first.decode_s);
+    CHECK(e.decode_s / 1e6 <= last.decode_s);
+}
+
+TEST_CASE("estimate: decode summed in closed form equals the step-by-step sum") {
+    const Model m = catalog("gemma-2-9b");  // sliding windows make the sum piecewise
+    const Device d = parse_device(roofline::test::kToyDevice);
+    Workload w;
+    w.quant = "Q4_K_M";
+    w.prompt_tokens = 4090;
+    w.gen_tokens = 12;  // crosses the 4096 window
+    w.engine = "generic";
+    const Estimate e = estimate(m, d, w);
+    double stepwise = 0;
+    for (double k = 0; k < w.gen_tokens; ++k) {
+        Workload one = w;
+        one.prompt_tokens = w.prompt_tokens + k;
+        one.gen_tokens = 1;
+        stepwise += estimate(m, d, one).decode_s;
+    }
+    CHECK(e.decode_s == doctest::Approx(stepwise).epsilon(1e-9));
+    CHECK(e.decode_tokens_per_s == doctest::Approx(w.gen_tokens / e.decode_s));
+    CHECK(e.total_s == doctest::Approx(e.prefill_s + e.decode_s));
+}
+
+TEST_CASE("estimate: ceilings, bounds, memory and batching") {
+    const Model m = catalog("llama-2-7b");
+    const Device d = parse_device(roofline::test::kToyDevice);
+    Workload w;
+    w.quant = "bf16";
+    w.engine = "generic";
+    const Estimate e = estimate(m, d, w);
+    CHECK(e.ceiling_decode_weights == doctest::Approx(1e12 / e.weight_bytes));
+    CHECK(e.decode_tokens_per_s < e.ceiling_decode);
+    CHECK(e.prefill_tokens_per_s < e.ceiling_prefill);
+    CHECK(bound_of(e.decode_bound) == "memory:dram");
+    CHECK(bound_of(e.prefill_bound) == "compute");
+    CHECK(e.fits);
+    CHECK(e.memory_total == doctest::Approx(e.memory_weights + e.memory_kv_cache + e.memory_activations + e.memory_overhead));
+    // MHA: every sequence adds its own KV reads (~0.3 GB at this context), so FLOPs per byte stay below the ridge
+    // however large the batch; GQA reads 4x less KV and crosses it.
+    CHECK(e.compute_bound_batch == 0);
+    const Estimate gqa = estimate(catalog("llama-3.1-8b"), d, w);
+    CHECK(gqa.compute_bound_batch > 16);
+    CHECK(gqa.compute_bound_batch < 1000);
+    CHECK(e.max_batch >= 1);
+    Workload big = w;
+    big.batch = e.max_batch + 1;
+    CHECK_FALSE(estimate(m, d, big).fits);  // an answer, not an error
+    Workload fit = w;
+    fit.batch = e.max_batch;
+    CHECK(estimate(m, d, fit).fits);
+    // more batch, more aggregate throughput, less per sequence
+    Workload b8 = w;
+    b8.batch = 8;
+    const Estimate e8 = estimate(m, d, b8);
+    CHECK(e8.decode_tokens_per_s_total > 4 * e.decode_tokens_per_s_total);
+    CHECK(e8.decode_tokens_per_s < e.decode_tokens_per_s);
+    // the memory fields are the plan's MemoryUse, and the KV cache is kv_cache's
+    const EstimatePlan plan(m, d, PlanConfig{w.quant, w.kv_dtype, w.flash_attention, w.engine, w.tensor_parallel});
+    const MemoryUse mu = plan.memory(w.batch, w.prompt_tokens, w.gen_tokens);
+    CHECK(mu.total == e.memory_total);
+    CHECK(mu.fits == e.fits);
+    CHECK(e.memory_kv_cache == doctest::Approx(kv_cache_bytes(m.arch, w.batch, w.prompt_tokens + w.gen_tokens,
+                                                              parse_kv_format(w.kv_dtype))).epsilon(1e-12));
+    CHECK(plan.max_batch(w.prompt_tokens, w.gen_tokens) == e.max_batch);
+}
+
+TEST_CASE("tensor parallel: faster decode, each rank holding its share of the split weights") {
+    const Model target = catalog("llama-3.1-8b");
+    const Device d = parse_device(roofline::test::kToyDevice);
+    Workload plain;
+    plain.quant = "bf16";
+    plain.engine = "generic";
+    Workload tp = plain;
+    tp.tensor_parallel = 2;
+    const Estimate e2 = estimate(target, d, tp);
+    CHECK(e2.decode_tokens_per_s > estimate(target, d, plain).decode_tokens_per_s);
+    // each rank holds half the split weights and the whole of the norms (no split) ...
+    double all = 0, norms = 0, vocab = 0;
+    const auto formats = tensor_formats(target, "bf16", format_of(DType::bf16));
+    for (std::size_t i = 0; i < formats.size(); ++i) {
+        const std::string& role = target.tensors[i].role;
+        all += formats[i].bytes;
+        if (role.size() > 5 && role.compare(role.size() - 5, 5, "_norm") == 0) norms += formats[i].bytes;
+        if (role == "token_embd" || role == "output") vocab += formats[i].bytes;
+    }
+    CHECK(norms > 0);
+    CHECK(e2.memory_weights == doctest::Approx((all - norms) / 2 + norms).epsilon(1e-12));
+    CHECK(estimate(target, d, plain).memory_weights == all);
+    // ... and, where the engine keeps the vocabulary whole (gpt-fast's tp.py), the embedding and output head too
+    tp.engine = "gpt-fast";
+    CHECK(estimate(target, d, tp).memory_weights == doctest::Approx((all - norms - vocab) / 2 + norms + vocab).epsilon(1e-12));
+    tp.engine = plain.engine;
+    tp.tensor_parallel = 3;
+    CHECK_THROWS_WITH_AS(estimate(target, d, tp), doctest::Contains("must divide the heads"), InvalidArgument);
+}
