@@ -66,7 +66,7 @@ def main() -> int:
         dev = rp.device_from_profile(prof)
         llc = dev.capacity("l2") if any(m["level"] == "l2" for m in dev.memory_levels()) else 0
         print(f"round {rnd + 1}: device {dev.id} ({prof.device_name}), {dev.compute_units} threads; DRAM "
-              f"{dev.bandwidth() / 1e9:.2f} GB/s x efficiency {dev.efficiency['dram_bandwidth']:.2f} (Eigen GEMV), fp32 GEMM {dev.peak_flops('fp32') / 1e9:.1f} GFLOP/s, fp64 GEMM "
+              f"{dev.bandwidth() / 1e9:.2f} GB/s x efficiency {dev.efficiency['dram_bandwidth_fraction']:.2f} (Eigen GEMV), fp32 GEMM {dev.peak_flops('fp32') / 1e9:.1f} GFLOP/s, fp64 GEMM "
               f"{dev.peak_flops('fp64') / 1e9:.1f} GFLOP/s, fp32 FMA {dev.peak_flops('fp32', 'vector') / 1e9:.1f} GFLOP/s, "
               f"dispatch {dev.efficiency['launch_overhead_s'] * 1e6:.2f} us; LLC {llc / 2**20:.0f} MiB; load average "
               f"{os.getloadavg()[0]:.2f}")

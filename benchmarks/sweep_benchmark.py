@@ -58,7 +58,7 @@ def main() -> None:
 
     # ---- a generation costs what a step costs -----------------------------------------------------------------
     m, dev = rp.model("llama-3.1-8b"), rp.device("h100-sxm")
-    plan = _core.EstimatePlan(m._m, dev, "Q4_K_M")
+    plan = _core.EstimatePlan(m._core, dev._core, "Q4_K_M")
     gen512 = best_of(lambda: plan.estimate(1, 1024, 512, False), 5, n // 5)
     gen1 = best_of(lambda: plan.estimate(1, 1024, 1, False), 5, n // 5)
     gen1m = best_of(lambda: plan.estimate(1, 1024, 10**6, False), 5, n // 5)

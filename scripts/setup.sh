@@ -17,9 +17,12 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 PYTHON="${PYTHON:-python3}"
+# mypy and pybind11-stubgen are pinned: scripts/generate.py --check compares the stubs this stubgen writes with the
+# committed ones, and mypy --strict must pass the same way everywhere
 "$PYTHON" -m pip install -q --disable-pip-version-check \
   "scikit-build-core>=0.8" "pybind11>=2.11" "numpy>=1.22" "pandas>=1.4" "matplotlib>=3.5" \
-  "pytest>=7" "hypothesis>=6" "jsonschema>=4" "gguf>=0.10" "nbclient>=0.7" "nbformat>=5" "ipykernel>=6" 2>&1 | grep -v "Running pip as the 'root' user" || true
+  "pytest>=7" "hypothesis>=6" "jsonschema>=4" "gguf>=0.10" "nbclient>=0.7" "nbformat>=5" "ipykernel>=6" \
+  "mypy==2.4.1" "pybind11-stubgen==3.0.0" 2>&1 | grep -v "Running pip as the 'root' user" || true
 echo "setup: building and installing rooflinepy"
 "$PYTHON" -m pip install -q --disable-pip-version-check --no-build-isolation . 2>&1 \
   | grep -v "Running pip as the 'root' user" || true

@@ -16,6 +16,12 @@ echo "== Python: pytest"
 REPO="$PWD"
 (cd /tmp && python3 -m pytest "$REPO/tests/python" "$REPO/tests/validation" -q -p no:cacheprovider)
 
+# ---- typed Python (issue 12, item 7): generated files up to date, mypy --strict, the typed README tour ----
+echo "== Typed Python: generated files, mypy --strict, the README tour"
+python3 scripts/generate.py --check
+python3 -m mypy --strict python/rooflinepy examples/readme_tour.py
+(cd /tmp && python3 "$REPO/examples/readme_tour.py")
+
 # ---- notebooks (issue 5): execute every notebooks/*.ipynb top to bottom from a temp dir; any error fails ----
 echo "== Notebooks: nbclient"
 python3 scripts/run_notebooks.py --timeout 120

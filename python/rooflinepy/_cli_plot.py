@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, List
+from typing import TYPE_CHECKING, Callable, List, Tuple
+
+if TYPE_CHECKING:
+    from ._roofline import OpCost
 
 _DEFAULT_OPS = ["gemm:4096,4096,4096", "gemv:4096,4096", "elementwise:268435456", "softmax:4096,4096"]
 
@@ -22,7 +25,7 @@ def _ints(text: str, what: str) -> List[int]:
     return values
 
 
-def _parse_op(spec: str, dtype: str) -> Any:
+def _parse_op(spec: str, dtype: str) -> Tuple[str, OpCost]:
     """(label, OpCost) from 'gemm:M,N,K', 'gemv:N,K', 'elementwise:N', 'softmax:ROWS,COLS',
     'layernorm:ROWS,COLS' or 'rmsnorm:ROWS,COLS'."""
     import rooflinepy as rp
@@ -34,13 +37,14 @@ def _parse_op(spec: str, dtype: str) -> Any:
     if name in shapes and len(nums) != shapes[name]:
         raise ValueError(f"op '{spec}': {name} takes {shapes[name]} sizes, got {len(nums)}")
     if name == "gemm":
-        return (f"GEMM {nums[0]}×{nums[1]}×{nums[2]}", rp.ops.gemm(*nums, dtype=dtype))
+        return (f"GEMM {nums[0]}×{nums[1]}×{nums[2]}", rp.ops.gemm(nums[0], nums[1], nums[2], dtype=dtype))
     if name == "gemv":
-        return (f"GEMV {nums[0]}×{nums[1]}", rp.ops.gemv(*nums, dtype))
+        return (f"GEMV {nums[0]}×{nums[1]}", rp.ops.gemv(nums[0], nums[1], dtype))
     if name == "elementwise":
         return (f"elementwise {nums[0]:g}", rp.ops.elementwise(nums[0], 1, 1, 1, dtype))
     if name in ("softmax", "layernorm", "rmsnorm"):
-        return (f"{name} {nums[0]}×{nums[1]}", getattr(rp.ops, name)(nums[0], nums[1], dtype))
+        build: Callable[[float, float, str], OpCost] = getattr(rp.ops, name)
+        return (f"{name} {nums[0]}×{nums[1]}", build(nums[0], nums[1], dtype))
     raise ValueError(f"unknown op '{name}' in '{spec}'; valid: gemm:M,N,K, gemv:N,K, elementwise:N, "
                      f"softmax:ROWS,COLS, layernorm:ROWS,COLS, rmsnorm:ROWS,COLS")
 
@@ -78,7 +82,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_plot_parsers(sub: "argparse._SubParsersAction") -> None:
+def add_plot_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     plot = sub.add_parser("plot", help="draw a figure (roofline, ridge shift, tokens/s, ...) to a file")
     figs = plot.add_subparsers(dest="figure", required=True, metavar="FIGURE")
 

@@ -1,15 +1,16 @@
-"""HTML tables for Jupyter (``_repr_html_``) of Device, OpCost, Timing and Estimate.
+"""HTML tables for Jupyter of Device, OpCost, Timing and Estimate: what their ``_repr_html_`` methods return.
 
-Attached to the classes when the package is imported. Every number shown is read from the object (the core's
-result); nothing is computed here but unit prefixes.
+Every number shown is read from the object (the core's result); nothing is computed here but unit prefixes.
 """
 from __future__ import annotations
 
 from html import escape
-from typing import Any, Iterable, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, List, Optional, Sequence
 
-from ._core import Device, OpCost, Timing
-from .inference import Estimate
+if TYPE_CHECKING:
+    from ._device import Device
+    from ._roofline import OpCost, Timing
+    from .inference import Estimate
 
 _STYLE = ("<style>.rooflinepy-table td,.rooflinepy-table th{padding:2px 8px;text-align:left}"
           ".rooflinepy-table td.num{text-align:right;font-variant-numeric:tabular-nums}"
@@ -49,7 +50,7 @@ def _table(caption: str, header: Sequence[str], rows: Iterable[Sequence[Any]], n
     if header:
         out.append("<tr>" + "".join(f"<th>{escape(h)}</th>" for h in header) + "</tr>")
     for r in rows:
-        cells = []
+        cells: List[str] = []
         for i, v in enumerate(r):
             if isinstance(v, tuple):  # (text, tooltip)
                 cells.append(_cell(v[0], i in numeric, v[1]))
@@ -71,20 +72,20 @@ def device_html(d: Device) -> str:
             ("boost clock", _si(d.boost_clock_hz, "Hz"))]
     if d.tdp_w:
         head.append(("TDP", f"{d.tdp_w:.0f} W"))
-    mem_rows = []
+    mem_rows: List[List[Any]] = []
     for m in d.memory_levels():
         note = m["source"] + (f" (uncertain: {m['uncertain']})" if m["uncertain"] else "")
         mem_rows.append([m["level"], m["type"], (_si(m["bandwidth"], "B/s"), note), _si(m["capacity"], "B")])
-    comp_rows = []
+    comp_rows: List[List[Any]] = []
     for p in d.compute_peaks():
         try:
             ridge = f"{d.ridge_point(p['dtype'], level='dram', unit=p['unit']):.1f}"
         except KeyError:
             ridge = "-"
         note = p["source"] + (f" (uncertain: {p['uncertain']})" if p["uncertain"] else "")
-        comp_rows.append([p["dtype"], p["unit"], (_si(p["flops"], "FLOP/s"), note), ridge])
+        comp_rows.append([p["dtype"], p["unit"], (_si(p["flops_per_s"], "FLOP/s"), note), ridge])
     e = d.efficiency
-    eff = (f"{e['dram_bandwidth']:.2f} of DRAM bandwidth, {e['compute']:.2f} of compute, "
+    eff = (f"{e['dram_bandwidth_fraction']:.2f} of DRAM bandwidth, {e['compute_fraction']:.2f} of compute, "
            f"{_seconds(e['launch_overhead_s'])} per launch")
     return (_STYLE + f"<div><b>{escape(d.name)}</b>" + _kv("", head)
             + _table("memory (hover a bandwidth for its source)", ["level", "type", "bandwidth", "capacity"],
@@ -143,19 +144,10 @@ def estimate_html(e: Estimate) -> str:
     if e.speculative_tokens_per_cycle:
         more.append(("speculative tokens per target pass", f"{e.speculative_tokens_per_cycle:.4g}"))
     memory = [(k, _si(mem[k], "B")) for k in ("weights", "kv_cache", "activations", "overhead", "total", "capacity")]
-    memory.append(("fits", "yes" if e.fits else "NO") )
+    memory.append(("fits", "yes" if e.fits else "NO"))
     memory += [("max batch that fits", f"{e.max_batch:g}"), ("max context that fits", f"{e.max_context:g}")]
     return (_STYLE + "<div>" + _kv("Estimate", head)
             + _table("throughput", ["phase", "tokens/s", "roofline tokens/s", "bound", "time"], perf,
                      numeric=(1, 2, 4))
             + _kv("", more) + _kv("memory", memory) + "</div>")
 
-
-def _attach() -> None:
-    Device._repr_html_ = device_html  # type: ignore[attr-defined]
-    OpCost._repr_html_ = opcost_html  # type: ignore[attr-defined]
-    Timing._repr_html_ = timing_html  # type: ignore[attr-defined]
-    Estimate._repr_html_ = estimate_html  # type: ignore[attr-defined]
-
-
-_attach()

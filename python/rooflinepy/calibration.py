@@ -12,16 +12,56 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union, cast
 
 from . import _core
-from ._core import Device
-from ._core.calibration import Profile
+from ._device import Device, DeviceLike, _core_device, database
+from ._device import device as _lookup
+from ._wrap import CoreAttribute
 
-__all__ = ["Profile", "load_profile", "parse_profile", "calibrated", "device_from_profile", "report",
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["Profile", "ProfileLike", "load_profile", "parse_profile", "calibrated", "device_from_profile", "report",
            "calibrate_cpu", "fit_roofline", "time_eigen", "REPORT_COLUMNS"]
 
-ProfileLike = Union[str, "os.PathLike[str]", Profile, Dict[str, Any]]
+
+class Profile:
+    """A calibration profile: what a tool measured on one device (format in ``calibration/README.md``)."""
+
+    __slots__ = ("_core",)
+
+    def __init__(self, core: _core.calibration.Profile) -> None:
+        self._core = core
+
+    date: CoreAttribute[str] = CoreAttribute("when it was measured (ISO 8601)")
+    tool_name: CoreAttribute[str] = CoreAttribute("the tool that measured it")
+    tool_version: CoreAttribute[str] = CoreAttribute("the tool's version")
+    origin: CoreAttribute[str] = CoreAttribute("the file it was read from")
+    notes: CoreAttribute[str] = CoreAttribute("free-text notes")
+    device_name: CoreAttribute[str] = CoreAttribute("the device's name as its runtime reports it")
+    device_kind: CoreAttribute[str] = CoreAttribute("'gpu' or 'cpu'")
+
+    @property
+    def measurements(self) -> List[Dict[str, Any]]:
+        """One dict per measured ceiling: ceiling, level, dtype, unit, kernel, min, median, max, si_unit, ..."""
+        return self._core.measurements
+
+    @property
+    def fits(self) -> List[Dict[str, Any]]:
+        """Roofline fits of swept kernels: name, kernel, model, the fitted ceilings and the points."""
+        return self._core.fits
+
+    def to_json(self, indent: int = 2) -> str:
+        """The profile as schema-conforming JSON text."""
+        return self._core.to_json(indent)
+
+    def __repr__(self) -> str:
+        return repr(self._core)
+
+
+ProfileLike = Union[str, "os.PathLike[str]", Profile, _core.calibration.Profile, Dict[str, Any]]
+"""A profile, its path, or a dict of its JSON."""
 
 REPORT_COLUMNS = ["ceiling", "dtype", "unit", "level", "measured", "datasheet", "ratio", "si_unit", "kernel",
                   "cache", "min", "max", "repetitions", "verified", "feeds_model", "applied", "source", "note"]
@@ -29,41 +69,38 @@ REPORT_COLUMNS = ["ceiling", "dtype", "unit", "level", "measured", "datasheet", 
 
 def parse_profile(json_text: str, origin: str = "<string>") -> Profile:
     """A profile from JSON text, validated by the core (ValueError naming the field otherwise)."""
-    return _core.calibration.parse_profile(json_text, origin)
+    return Profile(_core.calibration.parse_profile(json_text, origin))
 
 
 def load_profile(source: ProfileLike) -> Profile:
     """A profile from a path, a parsed :class:`Profile`, or a dict of the profile's JSON."""
     if isinstance(source, Profile):
         return source
+    if isinstance(source, _core.calibration.Profile):
+        return Profile(source)
     if isinstance(source, dict):
         return parse_profile(json.dumps(source), "<dict>")
-    return _core.calibration.load_profile(os.fspath(source))
+    return Profile(_core.calibration.load_profile(os.fspath(source)))
 
 
-def calibrated(device: Union[str, Device], profile: ProfileLike) -> Device:
+def calibrated(device: DeviceLike, profile: ProfileLike) -> Device:
     """``device`` with the profile's measured ceilings in place of the datasheet's (see ``Device.calibrated``)."""
-    from . import device as _lookup
-
-    return _core.calibration.calibrated(_lookup(device), load_profile(profile))
+    return Device(_core.calibration.calibrated(_core_device(device), load_profile(profile)._core))
 
 
 def device_from_profile(profile: ProfileLike) -> Device:
     """The measured device alone: for a CPU profile, the host itself (vendor 'host', kind 'cpu')."""
-    return _core.calibration.device_from_profile(load_profile(profile))
+    return Device(_core.calibration.device_from_profile(load_profile(profile)._core))
 
 
-def _datasheet(profile: Profile, device: Union[None, str, Device]) -> Optional[Device]:
-    from . import database
-    from . import device as _lookup
-
+def _datasheet(profile: Profile, device: Optional[DeviceLike]) -> Optional[Device]:
     if device is not None:
         return _lookup(device)
-    did = _core.calibration.datasheet_device_id(profile.device_name, database())
+    did = _core.calibration.datasheet_device_id(profile.device_name, database()._core)
     return database().get(did) if did else None
 
 
-def report(profile: ProfileLike, device: Union[None, str, Device] = None):
+def report(profile: ProfileLike, device: Optional[DeviceLike] = None) -> pd.DataFrame:
     """Measured vs datasheet, one row per measured (or fitted) ceiling, as a pandas DataFrame.
 
     ``device``: the datasheet to compare with (an id, alias or Device); by default the database device whose name
@@ -76,7 +113,7 @@ def report(profile: ProfileLike, device: Union[None, str, Device] = None):
 
     p = load_profile(profile)
     ds = _datasheet(p, device)
-    df = pd.DataFrame(_core.calibration.report(p, ds), columns=REPORT_COLUMNS)
+    df = pd.DataFrame(_core.calibration.report(p._core, None if ds is None else ds._core), columns=REPORT_COLUMNS)
     for col in ("datasheet", "ratio"):
         df[col] = df[col].astype(float)
     for col in ("dtype", "unit", "level", "cache", "source", "note"):
@@ -92,8 +129,9 @@ def calibrate_cpu(output: Union[None, str, "os.PathLike[str]"] = None, *, quick:
                   options_text: str = "") -> Profile:
     """Measure this host's ceilings (about a minute; ``quick=True``: seconds, smaller arrays) and return the profile;
     write it to ``output`` when given. The measurement runs in C++ with the GIL released."""
-    prof = _core.calibration.calibrate_cpu(quick=quick, threads=threads, pin=pin, dram_array_bytes=dram_array_bytes,
-                                           repetitions=repetitions, options_text=options_text, verbose=verbose)
+    prof = Profile(_core.calibration.calibrate_cpu(quick=quick, threads=threads, pin=pin,
+                                                   dram_array_bytes=dram_array_bytes, repetitions=repetitions,
+                                                   options_text=options_text, verbose=verbose))
     if output is not None:
         text = prof.to_json()
         with open(os.fspath(output), "w", encoding="utf-8") as f:
@@ -105,11 +143,15 @@ def calibrate_cpu(output: Union[None, str, "os.PathLike[str]"] = None, *, quick:
 def fit_roofline(points: Sequence[Tuple[float, float, float]], fit_overhead: bool = True,
                  fixed_overhead_s: float = 0.0) -> Dict[str, float]:
     """Fit ``seconds = max(bytes / bandwidth, flops / peak) + overhead`` to ``(flops, bytes, seconds)`` points."""
-    return _core.calibration.fit_roofline([tuple(map(float, p)) for p in points], fit_overhead, fixed_overhead_s)
+    # each point as floats; the core checks it holds three
+    pts = cast(List[Tuple[float, float, float]], [tuple(map(float, p)) for p in points])
+    fit: Dict[str, float] = _core.calibration.fit_roofline(pts, fit_overhead, fixed_overhead_s)
+    return fit
 
 
 def time_eigen(op: str, m: int, n: int, k: int, dtype: str = "fp32", threads: int = 0, repetitions: int = 5,
                warmup: int = 1) -> Dict[str, Any]:
     """Time an Eigen GEMM (``op="gemm"``: C[m×n] = A[m×k]·B[k×n]) or GEMV (``op="gemv"``: y[n] = W[n×k]·x[k], m
     ignored) on the host's pinned threads: ``{median_s, min_s, max_s, flops, bytes, verified, ...}``."""
-    return _core.calibration.time_eigen(op, m, n, k, dtype, threads, repetitions, warmup)
+    run: Dict[str, Any] = _core.calibration.time_eigen(op, m, n, k, dtype, threads, repetitions, warmup)
+    return run

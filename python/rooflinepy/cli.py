@@ -82,13 +82,13 @@ def cmd_device(args: argparse.Namespace) -> int:
     comp_rows = []
     for p in d.compute_peaks():
         r = ridges.get(f"{p['dtype']}/{p['unit']}", {})
-        comp_rows.append([p["dtype"], p["unit"], _si(p["flops"], "FLOP/s"),
+        comp_rows.append([p["dtype"], p["unit"], _si(p["flops_per_s"], "FLOP/s"),
                           f"{r['dram']:.1f}" if "dram" in r else "-",
                           f"{r['l2']:.1f}" if "l2" in r else "-",
                           "uncertain" if p["uncertain"] else ""])
     lines.append(_table(comp_rows, ["format", "unit", "peak", "ridge DRAM (FLOP/B)", "ridge L2", "note"]))
     e = d.efficiency
-    lines += ["", f"efficiency: {e['dram_bandwidth']:.2f} of DRAM bandwidth, {e['compute']:.2f} of compute, "
+    lines += ["", f"efficiency: {e['dram_bandwidth_fraction']:.2f} of DRAM bandwidth, {e['compute_fraction']:.2f} of compute, "
                   f"{e['launch_overhead_s'] * 1e6:.3g} us per launch ({e['source']})"]
     print("\n".join(lines))
     return 0
@@ -152,15 +152,15 @@ def cmd_op(args: argparse.Namespace) -> int:
             lines.append(f"on {device.id} ({label}): {_seconds(t.seconds)}, {t.bound}-bound, "
                          f"{_si(t.achieved_flops, 'FLOP/s')} achieved, roofline {_si(t.attainable_flops, 'FLOP/s')} "
                          f"[{', '.join(parts)}]")
-        ridge = device.ridge_point(args.dtype if args.op not in ("decode-attention",) else args.dtype)
+        ridge = device.ridge_point(args.dtype)
         lines.append(f"ridge point of {device.id} for {args.dtype}: {ridge:.1f} FLOP/B; this op's AI is "
-                     f"{op.arithmetic_intensity / ridge:.3g}x the ridge")
+                     f"{device.ridge_multiple(op, args.dtype):.3g}x the ridge")
         data["ridge_point"] = ridge
     _emit(args, data, "\n".join(lines))
     return 0
 
 
-def _add_op_parsers(sub: "argparse._SubParsersAction") -> None:
+def _add_op_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     op = sub.add_parser("op", help="count one operator's FLOPs and bytes, and time it on a device")
     ops = op.add_subparsers(dest="op", required=True, metavar="OP")
 
@@ -263,7 +263,7 @@ def cmd_calibrate_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_calibrate_parsers(sub: "argparse._SubParsersAction") -> None:
+def _add_calibrate_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     cal = sub.add_parser("calibrate", help="measure a device's real ceilings into a calibration profile")
     kinds = cal.add_subparsers(dest="target", required=True, metavar="TARGET")
     p = kinds.add_parser("cpu", help="this host's CPU: DRAM/cache bandwidth, FMA peak, Eigen GEMM, dispatch overhead")
@@ -327,7 +327,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
                         tps, ceiling, bound = e.prefill_tokens_per_s * 1.0, e.ceilings["prefill_tokens_per_s"], e.prefill_bound
                         test = f"pp{p}"
                     else:
-                        tps, ceiling, bound = e.decode_tokens_per_s_total, e.ceilings["decode_tokens_per_s"] * b, e.decode_bound
+                        tps, ceiling, bound = e.decode_tokens_per_s_total, e.ceiling_decode_total, e.decode_bound
                         test = f"tg{n}"
                     d = e.to_dict()
                     d.pop("breakdown")
@@ -365,7 +365,44 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_inference_parsers(sub: "argparse._SubParsersAction") -> None:
+def cmd_engines(args: argparse.Namespace) -> int:
+    """The engines of engine_db: one row each, or with a name every property of each backend with its source."""
+    names = [args.name] if args.name else rp.engines()
+    engines = [rp.engine(n) for n in names]
+    if args.json:
+        print(json.dumps([json.loads(e.to_json()) for e in engines], indent=2))
+        return 0
+    if not args.name:
+        rows = [[e.id, e.name, ", ".join(b.backend for b in e.backends), e.summary[:90]] for e in engines]
+        print(_table(rows, ["id", "name", "backends", "summary"]))
+        return 0
+    e = engines[0]
+    lines = [f"{e.name} ({e.id}; aliases: {', '.join(e.aliases) or '-'})", e.summary, f"file: {e.origin}"]
+    for b in e.backends:
+        lines += ["", f"backend {b.backend}:"]
+        src = b.sources
+        props = [("kernel_fixed_cost_scale", f"{b.kernel_fixed_cost_scale:g}"), ("activation_format", b.activation_format),
+                 ("fused_qkv", str(b.fused_qkv)), ("logits_last_token_only", str(b.logits_last_token_only)),
+                 ("runtime_overhead_GB", f"{b.runtime_overhead_bytes / 1e9:g}"), ("all_reduce", b.all_reduce),
+                 ("collective_step_latency_us", f"{b.collective_step_latency_s * 1e6:g}"),
+                 ("vocab_parallel", str(b.vocab_parallel))]
+        lines.append(_table([[k, v, src.get(k, ("", ""))[0]] for k, v in props], ["property", "value", "source"]))
+        krows = [[k.name, ",".join(k.weights), "-" if k.max_rows == float("inf") else f"{k.max_rows:g}", k.unit,
+                  k.compute, f"{k.tile_m:g}x{k.tile_n:g}" if k.unit == "matrix" else "-",
+                  f"{k.dequant_every_rows:g}" if k.dequant_every_rows else "once",
+                  "hidden" if k.dequant_overlapped else "serial", k.source] for k in b.linear_kernels]
+        lines += ["linear kernels (first match by weight format and rows):",
+                  _table(krows, ["kernel", "weights", "max rows", "unit", "compute", "tile", "dequant", "dequant time",
+                                 "source"])]
+    print("\n".join(lines))
+    return 0
+
+
+def _add_inference_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    p = sub.add_parser("engines", help="the inference engines of engine_db (with a name: every property and its source)")
+    p.add_argument("name", nargs="?", help="an engine id or alias")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_engines)
     p = sub.add_parser("models", help="list the model catalogue")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_models)

@@ -1,12 +1,28 @@
-"""Models, quantizations and LLM inference estimates. Every number comes from the C++ core."""
+"""Models, quantizations and LLM inference estimates. Every number comes from the C++ core.
+
+Model, Architecture, Estimate and FitReport wrap the core's objects (see :mod:`._wrap`); Estimate's fields are
+declared, typed, in :mod:`._fields`, which ``scripts/generate.py`` writes from the core's field table.
+"""
 from __future__ import annotations
 
 import json
 import os
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import (TYPE_CHECKING, Any, Dict, Iterable, List, Literal, Mapping, Optional, Tuple, TypedDict, Union,
+                    overload)
 
 from . import _core
+from ._device import Device, DeviceLike, database
+from ._device import device as _lookup_device
+from ._engine import Engine, engine, engines
+from ._fields import EstimateFields
+from ._wrap import CoreAttribute
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["Architecture", "Model", "Estimate", "EstimateMemory", "EstimateCeilings", "FitReport", "ModelLike",
+           "models", "model", "quants", "engines", "engine", "Engine", "estimate", "calibrate_from_measurements"]
 
 _CATALOG: Optional[Dict[str, Path]] = None  # lower-case id or alias -> file
 _IDS: List[str] = []
@@ -14,17 +30,14 @@ _MODEL_CACHE: Dict[str, "Model"] = {}
 
 
 def _model_dir() -> Path:
-    env = os.environ.get("ROOFLINEPY_MODEL_DB")
-    if env:
-        return Path(env)
-    return Path(__file__).parent / "data" / "model_db"
+    return Path(_core.data_directory()) / "model_db"
 
 
 def _catalog() -> Dict[str, Path]:
     global _CATALOG, _IDS
     if _CATALOG is None:
         cat: Dict[str, Path] = {}
-        ids = []
+        ids: List[str] = []
         folder = _model_dir()
         if not folder.is_dir():
             raise FileNotFoundError(f"model database folder '{folder}' does not exist")
@@ -53,14 +66,53 @@ def models() -> List[str]:
     return list(_IDS)
 
 
-class Model:
-    """A decoder-only transformer: its architecture and weight tensors (wraps the core's Model)."""
+class Architecture:
+    """A decoder-only transformer's shape (HF config.json or GGUF header values)."""
 
-    def __init__(self, core: "_core.Model"):
-        self._m = core
+    __slots__ = ("_core",)
+
+    def __init__(self, core: _core.Architecture) -> None:
+        self._core = core
+
+    id: CoreAttribute[str] = CoreAttribute("catalogue id ('' for a model not from model_db)")
+    name: CoreAttribute[str] = CoreAttribute("the model's name")
+    model_type: CoreAttribute[str] = CoreAttribute("HF model_type (llama, qwen3, gemma2 ...)")
+    gguf_arch: CoreAttribute[str] = CoreAttribute("GGUF general.architecture")
+    source: CoreAttribute[str] = CoreAttribute("where the configuration comes from")
+    n_layer: CoreAttribute[int] = CoreAttribute("transformer blocks")
+    n_head: CoreAttribute[int] = CoreAttribute("attention (query) heads")
+    n_kv_head: CoreAttribute[int] = CoreAttribute("key/value heads (GQA: fewer than n_head)")
+    hidden: CoreAttribute[float] = CoreAttribute("hidden size")
+    head_dim: CoreAttribute[float] = CoreAttribute("size of one head")
+    ffn: CoreAttribute[float] = CoreAttribute("MLP intermediate size")
+    vocab: CoreAttribute[float] = CoreAttribute("vocabulary size")
+    max_context: CoreAttribute[float] = CoreAttribute("longest context the model was trained for")
+    tied_embeddings: CoreAttribute[bool] = CoreAttribute("output head shares the embedding table")
+    window: CoreAttribute[List[float]] = CoreAttribute("sliding window of each layer (0: full attention)")
+    n_expert: CoreAttribute[int] = CoreAttribute("experts per MoE layer (0: dense)")
+    n_expert_used: CoreAttribute[int] = CoreAttribute("experts each token is routed to")
+    expert_ffn: CoreAttribute[float] = CoreAttribute("intermediate size of one expert")
+    parameters_reported: CoreAttribute[float] = CoreAttribute("parameters the model's card reports (0: none)")
+    norm: CoreAttribute[str] = CoreAttribute("'rmsnorm' or 'layernorm'")
+    mlp: CoreAttribute[str] = CoreAttribute("'gated' or 'plain'")
+    position: CoreAttribute[str] = CoreAttribute("'rope' or 'learned'")
+
+    def __repr__(self) -> str:
+        return (f"<Architecture {self.id or self.model_type}: {self.n_layer} layers, hidden {self.hidden:g}, "
+                f"{self.n_head}/{self.n_kv_head} heads>")
+
+
+class Model:
+    """A decoder-only transformer: its architecture and weight tensors. From the catalogue (:func:`rooflinepy.model`),
+    a HF config.json (:meth:`from_hf_config`) or a GGUF header (:meth:`from_gguf`)."""
+
+    __slots__ = ("_core",)
+
+    def __init__(self, core: _core.Model) -> None:
+        self._core = core
 
     @classmethod
-    def from_hf_config(cls, config: Union[str, os.PathLike, Mapping[str, Any]]) -> "Model":
+    def from_hf_config(cls, config: Union[str, os.PathLike[str], Mapping[str, Any]]) -> Model:
         """From a HF config.json: a path, or the already-loaded dict. Offline."""
         if isinstance(config, Mapping):
             return cls(_core.Model.from_hf_config(json.dumps(dict(config)), "<dict>"))
@@ -72,39 +124,44 @@ class Model:
         return cls(_core.Model.from_hf_config(text, path))
 
     @classmethod
-    def from_gguf(cls, path: Union[str, os.PathLike]) -> "Model":
+    def from_gguf(cls, path: Union[str, os.PathLike[str]]) -> Model:
         """From a GGUF file's header (never its tensor data): architecture, every tensor's format and bytes."""
         return cls(_core.Model.from_gguf(os.fspath(path)))
 
     @property
-    def arch(self) -> "_core.Architecture":
-        return self._m.arch
+    def arch(self) -> Architecture:
+        """The architecture: layers, heads, sizes, experts."""
+        return Architecture(self._core.arch)
 
     @property
     def id(self) -> str:
-        return self._m.arch.id or self._m.arch.model_type
+        """The catalogue id, or the model_type of a model not from the catalogue."""
+        a = self._core.arch
+        return a.id or a.model_type
 
-    @property
-    def parameters(self) -> float:
-        """Σ elements of every weight tensor (a tied output head counted once)."""
-        return self._m.parameters
+    parameters: CoreAttribute[float] = CoreAttribute(
+        "Σ elements of every weight tensor (a tied output head counted once)")
 
     def weight_bytes(self, quant: str) -> float:
         """Bytes of every weight tensor under ``quant`` (a llama.cpp mix such as Q4_K_M, a GPU scheme, or "gguf")."""
-        return self._m.weight_bytes(quant)
+        return _core.weight_bytes(self._core, quant)
 
-    def tensors(self, quant: str = "BF16"):
+    def tensors(self, quant: str = "BF16") -> pd.DataFrame:
         """Every weight tensor with its format and bytes under ``quant``, as a DataFrame."""
         import pandas as pd
 
-        return pd.DataFrame(self._m.tensors(quant))
+        return pd.DataFrame(_core.tensor_formats(self._core, quant))
 
     def __repr__(self) -> str:
-        return repr(self._m)
+        return repr(self._core)
 
 
-def model(name: Union[str, Model]) -> Model:
-    """A catalogued model by id or alias, case-insensitive."""
+ModelLike = Union[str, Model]
+"""What a function taking a model accepts: a catalogue id or alias, or a :class:`Model`."""
+
+
+def model(name: ModelLike) -> Model:
+    """A catalogued model by id or alias, case-insensitive; a Model is returned as it is."""
     if isinstance(name, Model):
         return name
     cat = _catalog()
@@ -117,70 +174,101 @@ def model(name: Union[str, Model]) -> Model:
     return _MODEL_CACHE[key]
 
 
+_lookup_model = model  # for functions whose argument is called model
+
+
 def quants() -> List[str]:
     """Every quantization name: llama.cpp mixes (Q4_K_M, Q8_0, BF16, ...) and GPU schemes (fp8, int4-g128, ...)."""
     return list(_core.quant_names())
 
 
-def engines() -> List[str]:
-    """Engine names (``engine=`` of estimate and sweep): llama.cpp, generic, cuda-graphs, gpt-fast."""
-    return list(_core.engine_names())
-
-
-def engine(name: str) -> dict:
-    """What an engine does to the op list (launch cost scale, kernels for small GEMMs, whether dequantization hides
-    under the loads, fused QKV, how tensor parallel splits the vocabulary and sums partial outputs) and its source."""
-    return dict(_core.engine_info(name))
-
-
 _BREAKDOWN_COLUMNS = ["phase", "op", "count", "flops", "bytes", "intensity", "seconds", "bound"]
-_MEMORY_KEYS = ("weights", "kv_cache", "activations", "overhead", "total", "capacity", "fits")
+BreakdownRow = Tuple[str, str, float, float, float, float, float, str]
 
 
-class Estimate:
-    """The estimate of one workload. Attributes mirror the core's; ``breakdown`` is a DataFrame."""
+class EstimateMemory(TypedDict):
+    """``Estimate.memory``: bytes of one rank (the ``memory_*`` fields) and whether they fit."""
 
-    _FIELDS = ["model", "quant", "device", "engine", "parameters", "weight_bytes", "bits_per_weight", "batch",
-               "prompt_tokens", "gen_tokens", "tensor_parallel", "prefill_s", "prefill_tokens_per_s", "ttft_s",
-               "decode_s", "decode_tokens_per_s", "decode_tokens_per_s_total", "total_s", "prefill_bound",
-               "decode_bound", "decode_intensity", "compute_bound_batch", "max_batch", "max_context",
-               "speculative_tokens_per_cycle"]
+    weights: float
+    kv_cache: float
+    activations: float
+    overhead: float
+    total: float
+    capacity: float
+    fits: bool
 
-    def __init__(self, core: "_core.Estimate", breakdown_from: Optional[Tuple[Any, ...]] = None):
+
+class EstimateCeilings(TypedDict):
+    """``Estimate.ceilings``: the pure roofline of each phase (the ``ceiling_*`` fields) and what bounds it."""
+
+    decode_weights_tokens_per_s: float
+    decode_tokens_per_s: float
+    decode_tokens_per_s_total: float
+    prefill_tokens_per_s: float
+    decode_bound: str
+    prefill_bound: str
+    decode_intensity: float
+    compute_bound_batch: float
+
+
+_ESTIMATE_FIELDS = [f[0] for f in _core.estimate_fields()]
+
+
+class Estimate(EstimateFields):
+    """The estimate of one workload. Its fields (typed in :class:`rooflinepy._fields.EstimateFields`, one per row of
+    the core's field table) are plain attributes, copied from the core once; ``memory`` and ``ceilings`` group some
+    of them; ``breakdown`` is a DataFrame of the per-op rows."""
+
+    __slots__ = ("_core", "_breakdown_from", "memory", "ceilings", "__dict__")
+    _FIELDS = _ESTIMATE_FIELDS + ["speculative_tokens_per_cycle"]
+
+    speculative_tokens_per_cycle: float
+    """expected tokens per draft-and-verify cycle (0 without speculative decoding)"""
+    memory: EstimateMemory
+    """weights, kv_cache, activations, overhead, total, capacity (bytes of one rank) and fits"""
+    ceilings: EstimateCeilings
+    """the pure roofline of each phase and the weights-only decode ceiling, with their bounds"""
+
+    def __init__(self, core: _core.Estimate,
+                 breakdown_from: Optional[Tuple[_core.EstimatePlan, float, float, float]] = None) -> None:
         # breakdown_from = (plan, batch, prompt, gen): the core estimate was made without its per-op rows; they are
         # made by the same plan when first asked for.
-        self._e = core
+        self._core = core
         self._breakdown_from = breakdown_from
-        v = core.values()  # every field in one call (order: see the core's Estimate.values)
         d = self.__dict__
-        d.update(zip(self._FIELDS, v))
-        self.memory: Dict[str, Any] = dict(zip(_MEMORY_KEYS, v[28:35]))
-        self.fits: bool = v[34]
-        self.ceilings: Dict[str, Any] = {
-            "decode_weights_tokens_per_s": v[25],
-            "decode_tokens_per_s": v[26],
-            "prefill_tokens_per_s": v[27],
+        d.update(zip(self._FIELDS, core.values()))  # every field in one call
+        self.memory = {"weights": d["memory_weights"], "kv_cache": d["memory_kv_cache"],
+                       "activations": d["memory_activations"], "overhead": d["memory_overhead"],
+                       "total": d["memory_total"], "capacity": d["memory_capacity"], "fits": d["fits"]}
+        self.ceilings = {
+            "decode_weights_tokens_per_s": d["ceiling_decode_weights"],
+            "decode_tokens_per_s": d["ceiling_decode"],
+            "decode_tokens_per_s_total": d["ceiling_decode_total"],
+            "prefill_tokens_per_s": d["ceiling_prefill"],
             "decode_bound": d["decode_bound"],
             "prefill_bound": d["prefill_bound"],
             "decode_intensity": d["decode_intensity"],
             "compute_bound_batch": d["compute_bound_batch"],
         }
 
-    def _breakdown_rows(self) -> List[tuple]:
+    def _breakdown_rows(self) -> List[BreakdownRow]:
         if self._breakdown_from is not None:
             plan, batch, prompt, gen = self._breakdown_from
-            self._e = plan.estimate(batch, prompt, gen, True)
+            self._core = plan.estimate(batch, prompt, gen, True)
             self._breakdown_from = None
-        return self._e.breakdown_rows
+        rows: List[BreakdownRow] = self._core.breakdown_rows
+        return rows
 
     @property
-    def breakdown(self):
+    def breakdown(self) -> pd.DataFrame:
+        """One row per op and phase: phase, op, count, flops, bytes, intensity, seconds, bound."""
         import pandas as pd
 
         return pd.DataFrame(self._breakdown_rows(), columns=_BREAKDOWN_COLUMNS)
 
     def to_dict(self) -> Dict[str, Any]:
-        d = {f: getattr(self, f) for f in self._FIELDS}
+        """Every field, ``memory``, ``fits``, ``ceilings`` and ``breakdown`` (a list of dicts): JSON-ready."""
+        d: Dict[str, Any] = {f: getattr(self, f) for f in self._FIELDS}
         d["memory"] = dict(self.memory)
         d["fits"] = self.fits
         d["ceilings"] = dict(self.ceilings)
@@ -192,17 +280,22 @@ class Estimate:
                 f"prefill {self.prefill_tokens_per_s:.1f} tok/s, decode {self.decode_tokens_per_s:.1f} tok/s, "
                 f"TTFT {self.ttft_s * 1e3:.1f} ms, {'fits' if self.fits else 'does NOT fit'}>")
 
+    def _repr_html_(self) -> str:
+        from ._html import estimate_html
 
-_DEVICES: Dict[str, Any] = {}  # device name as given -> Device, while the database stays the same object
+        return estimate_html(self)
+
+
+_DEVICES: Dict[str, Device] = {}  # device name as given -> Device, while the database stays the same object
 _DEVICES_DB: List[Any] = [None]
-_PLANS: Dict[tuple, tuple] = {}  # (model, device, configuration) -> (EstimatePlan, model, device)
+# (model, device, configuration) -> (EstimatePlan, core model, core device): keyed by the core objects' ids, which
+# the entry keeps alive (both are immutable from Python), so wrappers of the same core object share a plan
+_PLANS: Dict[Tuple[Any, ...], Tuple[_core.EstimatePlan, _core.Model, _core.Device]] = {}
 _PLANS_MAX = 512
 
 
-def _device(d):
+def _device(d: DeviceLike) -> Device:
     """A Device from a name (looked up once per name: the database returns a copy per call) or a Device."""
-    from . import database, device
-
     if isinstance(d, str):
         db = database()
         if _DEVICES_DB[0] is not db:
@@ -210,30 +303,30 @@ def _device(d):
             _DEVICES_DB[0] = db
         hit = _DEVICES.get(d)
         if hit is None:
-            hit = device(d)
+            hit = _lookup_device(d)
             if len(_DEVICES) < 4096:
                 _DEVICES[d] = hit
         return hit
-    return device(d)
+    return _lookup_device(d)
 
 
-def _plan(m: "Model", dev: Any, quant: str, kv_dtype: str, flash_attention: bool, engine: str,
-          tensor_parallel: int) -> "_core.EstimatePlan":
-    """The core's EstimatePlan for a configuration, built once and kept (the model and device objects are kept alive
-    with it, so their ids stay theirs; both are immutable from Python)."""
-    key = (id(m), id(dev), quant, kv_dtype, flash_attention, engine, tensor_parallel)
+def _plan(m: Model, dev: Device, quant: str, kv_dtype: str, flash_attention: bool, engine: str,
+          tensor_parallel: int) -> _core.EstimatePlan:
+    """The core's EstimatePlan for a configuration, built once and kept."""
+    cm, cd = m._core, dev._core
+    key = (id(cm), id(cd), quant, kv_dtype, flash_attention, engine, tensor_parallel)
     hit = _PLANS.get(key)
     if hit is None:
-        plan = _core.EstimatePlan(m._m, dev, quant, kv_dtype, flash_attention, engine, tensor_parallel)
+        plan = _core.EstimatePlan(cm, cd, quant, kv_dtype, flash_attention, engine, tensor_parallel)
         if len(_PLANS) >= _PLANS_MAX:
             _PLANS.pop(next(iter(_PLANS)))
-        hit = _PLANS[key] = (plan, m, dev)
+        hit = _PLANS[key] = (plan, cm, cd)
     return hit[0]
 
 
-def estimate(model: Union[str, Model], quant: str, device: Any, prompt_tokens: int = 512, gen_tokens: int = 128,
+def estimate(model: ModelLike, quant: str, device: DeviceLike, prompt_tokens: int = 512, gen_tokens: int = 128,
              batch: int = 1, kv_dtype: str = "f16", flash_attention: bool = False, engine: str = "llama.cpp",
-             tensor_parallel: int = 1, draft_model: Union[str, Model, None] = None, draft_quant: Optional[str] = None,
+             tensor_parallel: int = 1, draft_model: Optional[ModelLike] = None, draft_quant: Optional[str] = None,
              draft_tokens: int = 0, acceptance: float = 0.0) -> Estimate:
     """Estimate prefill and decode of ``batch`` sequences of ``prompt_tokens`` then ``gen_tokens`` tokens.
 
@@ -241,16 +334,40 @@ def estimate(model: Union[str, Model], quant: str, device: Any, prompt_tokens: i
     prompt+1 ... prompt+gen, summed in closed form. ``draft_model`` with ``draft_tokens`` (γ) and
     ``acceptance`` (α) turns on speculative decoding.
     """
-    m = globals()["model"](model)
+    m = _lookup_model(model)
     dev = _device(device)
     if draft_model is None:  # a plan per configuration, kept: the estimate itself is O(1)
         plan = _plan(m, dev, quant, kv_dtype, flash_attention, engine, tensor_parallel)
         return Estimate(plan.estimate(batch, prompt_tokens, gen_tokens, False),
                         (plan, batch, prompt_tokens, gen_tokens))
-    draft = globals()["model"](draft_model)._m
-    return Estimate(_core.estimate(m._m, dev, quant, batch, prompt_tokens, gen_tokens, kv_dtype,
+    draft = _lookup_model(draft_model)._core
+    return Estimate(_core.estimate(m._core, dev._core, quant, batch, prompt_tokens, gen_tokens, kv_dtype,
                                    flash_attention, engine, tensor_parallel, draft, draft_quant or "", draft_tokens,
                                    acceptance))
+
+
+class FitReport:
+    """What :func:`calibrate_from_measurements` fitted (the efficiency) and how well, before and after."""
+
+    __slots__ = ("_core",)
+
+    def __init__(self, core: _core.FitReport) -> None:
+        self._core = core
+
+    dram_bandwidth_fraction: CoreAttribute[float] = CoreAttribute("fitted fraction of the DRAM bandwidth")
+    compute_fraction: CoreAttribute[float] = CoreAttribute("fitted fraction of the compute peaks")
+    launch_overhead_s: CoreAttribute[float] = CoreAttribute("fitted launch overhead [s]")
+    iterations: CoreAttribute[int] = CoreAttribute("iterations of the least-squares fit")
+    labels: CoreAttribute[List[str]] = CoreAttribute("one label per measurement (model quant test)")
+    measured: CoreAttribute[List[float]] = CoreAttribute("measured tokens/s per measurement")
+    predicted_before: CoreAttribute[List[float]] = CoreAttribute("tokens/s the device predicted before the fit")
+    predicted_after: CoreAttribute[List[float]] = CoreAttribute("tokens/s the calibrated device predicts")
+    rms_relative_error_before: CoreAttribute[float] = CoreAttribute("RMS relative error before the fit")
+    rms_relative_error_after: CoreAttribute[float] = CoreAttribute("RMS relative error after the fit")
+
+    def __repr__(self) -> str:
+        return (f"<FitReport {len(self.labels)} measurements: RMS relative error {self.rms_relative_error_before:.3g} "
+                f"-> {self.rms_relative_error_after:.3g}>")
 
 
 def _parse_test(test: str) -> Tuple[int, int]:
@@ -266,8 +383,27 @@ def _parse_test(test: str) -> Tuple[int, int]:
     return prompt, gen
 
 
-def calibrate_from_measurements(device: Any, measurements: Iterable[Mapping[str, Any]], engine: str = "llama.cpp",
-                                kv_dtype: str = "f16", return_report: bool = False):
+@overload
+def calibrate_from_measurements(device: DeviceLike, measurements: Iterable[Mapping[str, Any]],
+                                engine: str = ..., kv_dtype: str = ...,
+                                return_report: Literal[False] = ...) -> Device: ...
+
+
+@overload
+def calibrate_from_measurements(device: DeviceLike, measurements: Iterable[Mapping[str, Any]],
+                                engine: str = ..., kv_dtype: str = ..., *,
+                                return_report: Literal[True]) -> Tuple[Device, FitReport]: ...
+
+
+@overload
+def calibrate_from_measurements(device: DeviceLike, measurements: Iterable[Mapping[str, Any]],
+                                engine: str = ..., kv_dtype: str = ...,
+                                return_report: bool = ...) -> Union[Device, Tuple[Device, FitReport]]: ...
+
+
+def calibrate_from_measurements(device: DeviceLike, measurements: Iterable[Mapping[str, Any]],
+                                engine: str = "llama.cpp", kv_dtype: str = "f16",
+                                return_report: bool = False) -> Union[Device, Tuple[Device, FitReport]]:
     """Fit the device's efficiency (achievable DRAM fraction, compute fraction, launch overhead) to measured
     tokens/s by least squares in the core. Each measurement: {"model", "quant", "test" (pp512 / tg128) or
     "prompt_tokens"/"gen_tokens", "tokens_per_s", optional "batch"}. Returns the calibrated Device (and the
@@ -279,7 +415,9 @@ def calibrate_from_measurements(device: Any, measurements: Iterable[Mapping[str,
         except (TypeError, ValueError):
             raise ValueError(f"measurement {i}: field '{key}' must be a number, got {value!r}") from None
 
-    points = []
+    points: List[Tuple[_core.Model, str, float, float, float, float, str]] = []
+    prompt: float
+    gen: float
     for i, meas in enumerate(measurements):
         missing = [k for k in ("model", "quant", "tokens_per_s") if k not in meas]
         if missing:
@@ -291,7 +429,7 @@ def calibrate_from_measurements(device: Any, measurements: Iterable[Mapping[str,
             prompt, gen = number(i, meas, "prompt_tokens", 0), number(i, meas, "gen_tokens", 0)
         m = model(meas["model"])
         label = f"{m.id} {meas['quant']} {meas.get('test', f'p{prompt:g}+g{gen:g}')}"
-        points.append((m._m, str(meas["quant"]), number(i, meas, "batch", 1), float(prompt), float(gen),
+        points.append((m._core, str(meas["quant"]), number(i, meas, "batch", 1), float(prompt), float(gen),
                        number(i, meas, "tokens_per_s"), label))
-    dev, report = _core.calibrate_efficiency(_device(device), points, engine, kv_dtype)
-    return (dev, report) if return_report else dev
+    dev, report = _core.calibrate_efficiency(_device(device)._core, points, engine, kv_dtype)
+    return (Device(dev), FitReport(report)) if return_report else Device(dev)

@@ -15,22 +15,23 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union, overload
 
 import matplotlib
 from matplotlib.figure import Figure
 from matplotlib.ticker import EngFormatter, FuncFormatter, LogLocator, NullFormatter
 
 from . import _core
-from . import device as _device
-from . import model as _model
 from . import ops as _ops
-from . import estimate as _estimate
+from ._device import Device, DeviceLike
+from ._device import device as _device
+from ._roofline import OpCost
+from .inference import Model
+from .inference import estimate as _estimate
+from .inference import model as _model
 
 __all__ = ["roofline", "ridge_shift", "tokens_per_second", "attention_io", "kv_cache", "batching",
            "attainable_flops"]
-
-DeviceLike = Union[str, "_core.Device"]
 
 _LEVEL_STYLE = {"dram": "-", "l2": "--", "sram": ":"}
 _LEVEL_NAME = {"dram": "DRAM", "l2": "L2", "sram": "SRAM"}
@@ -38,15 +39,25 @@ _MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "<", ">"]
 
 
 # ---- helpers ---------------------------------------------------------------------------------------------
+@overload
+def attainable_flops(device: DeviceLike, intensity: float, dtype: str = ..., level: str = ..., unit: str = ...,
+                     ideal: bool = ...) -> float: ...
+
+
+@overload
+def attainable_flops(device: DeviceLike, intensity: Iterable[float], dtype: str = ..., level: str = ...,
+                     unit: str = ..., ideal: bool = ...) -> List[float]: ...
+
+
 def attainable_flops(device: DeviceLike, intensity: Union[float, Iterable[float]], dtype: str = "fp16",
-                     level: str = "dram", unit: str = "matrix", ideal: bool = True):
+                     level: str = "dram", unit: str = "matrix", ideal: bool = True) -> Union[float, List[float]]:
     """The roof of ``device`` at arithmetic intensity ``intensity`` (FLOP/byte at ``level``), in FLOP/s:
     min(peak, intensity × bandwidth), from the core (``derated`` ceilings with ``ideal=False``). A number for a
     number, a list for an iterable."""
     d = _device(device)
     if isinstance(intensity, (int, float)):
-        return _core.attainable_flops(d, float(intensity), dtype, level, unit, ideal)
-    return [_core.attainable_flops(d, float(x), dtype, level, unit, ideal) for x in intensity]
+        return _core.attainable_flops(d._core, float(intensity), dtype, level, unit, ideal)
+    return [_core.attainable_flops(d._core, float(x), dtype, level, unit, ideal) for x in intensity]
 
 
 def _as_list(x: Any) -> List[Any]:
@@ -63,7 +74,7 @@ def _new_figure(ax: Any, panels: int, size: Tuple[float, float]) -> Tuple[Figure
         import numpy as np
         from matplotlib.axes import Axes
 
-        axes = [ax] if isinstance(ax, Axes) else list(np.ravel(ax))
+        axes: List[Any] = [ax] if isinstance(ax, Axes) else list(np.ravel(ax))
         if len(axes) not in (1, panels):
             raise ValueError(f"ax must be one Axes or {panels} Axes, got {len(axes)}")
         return axes[0].figure, axes
@@ -138,13 +149,12 @@ def _colors(n: int) -> List[Any]:
     return [cycle[i % len(cycle)] for i in range(n)]
 
 
-def _unit_used(d: "_core.Device", dtype: str, unit: str) -> str:
-    """The unit whose peak ``peak_flops(dtype, unit)`` returns: 'matrix' falls back to 'vector'."""
-    have = {(p["dtype"], p["unit"]) for p in d.compute_peaks()}
-    return "vector" if unit == "matrix" and (dtype, "matrix") not in have else unit
+def _unit_used(d: Device, dtype: str, unit: str) -> str:
+    """The unit whose peak ``peak_flops(dtype, unit)`` returns (the core's fallback: matrix to vector)."""
+    return d.peak_unit(dtype, unit)
 
 
-def _op_items(ops: Any) -> List[Tuple[str, "_core.OpCost"]]:
+def _op_items(ops: Any) -> List[Tuple[str, OpCost]]:
     if ops is None:
         return []
     if isinstance(ops, Mapping):
@@ -231,7 +241,7 @@ def roofline(devices: Union[DeviceLike, Sequence[DeviceLike]], ops: Any = None, 
             dd["bandwidths"][level] = bw
             dd["ridge_points"][level] = ridge
             xs = np.unique(np.concatenate([np.geomspace(lo, hi, 160), [ridge] if lo < ridge < hi else []]))
-            ys = [_core.attainable_flops(d, float(x), dtype, level, units[0], ideal) for x in xs]
+            ys = [_core.attainable_flops(d._core, float(x), dtype, level, units[0], ideal) for x in xs]
             label = f"{d.id}: {_LEVEL_NAME[level]} {_si(bw, 'B/s')}"
             if level == "dram":
                 label = (f"{d.id}: {_si(main_peak, 'FLOP/s')} {_unit_used(d, dtype, units[0])} {dtype}, "
@@ -239,7 +249,7 @@ def roofline(devices: Union[DeviceLike, Sequence[DeviceLike]], ops: Any = None, 
             ax0.plot(xs, ys, _LEVEL_STYLE[level], color=color, lw=2.0 if level == "dram" else 1.2,
                      alpha=1.0 if level == "dram" else 0.7, label=label, gid=f"roof:{d.id}:{level}")
             if level == "dram":
-                y_ridge = _core.attainable_flops(d, ridge, dtype, level, units[0], ideal)
+                y_ridge = _core.attainable_flops(d._core, ridge, dtype, level, units[0], ideal)
                 ax0.plot([ridge], [y_ridge], "o", color=color, ms=7, mec="black", zorder=5,
                          gid=f"ridge:{d.id}:{level}")
                 ax0.axvline(ridge, color=color, lw=0.8, ls=":", alpha=0.8)
@@ -255,7 +265,7 @@ def roofline(devices: Union[DeviceLike, Sequence[DeviceLike]], ops: Any = None, 
             dd["peaks"][unit] = peak
             ridge_u = d.ridge_point(dtype, level="dram", unit=unit)
             xs = np.unique(np.concatenate([np.geomspace(lo, hi, 160), [ridge_u] if lo < ridge_u < hi else []]))
-            ys = [_core.attainable_flops(d, float(x), dtype, "dram", unit, ideal) for x in xs]
+            ys = [_core.attainable_flops(d._core, float(x), dtype, "dram", unit, ideal) for x in xs]
             ax0.plot(xs, ys, "-.", color=color, lw=1.0, alpha=0.6, gid=f"roof:{d.id}:dram:{unit}",
                      label=f"{d.id}: {unit} units {_si(peak, 'FLOP/s')} {dtype}")
 
@@ -306,15 +316,17 @@ def ridge_shift(devices: Sequence[DeviceLike] = ("v100-sxm", "a100-sxm-80gb", "h
     if not devs:
         raise ValueError("ridge_shift needs at least one device")
     fig, axes = _new_figure(ax, 2, (11.5, 4.8))
+    points = _core.ridge_shift([d._core for d in devs], dtype, unit)  # every number of the figure, from the core
     bpe = _core.format_info(dtype)["bytes_per_element"]
-    peaks = [d.peak_flops(dtype, unit) for d in devs]
-    bws = [d.bandwidth("dram") for d in devs]
-    ridges = [d.ridge_point(dtype, level="dram", unit=unit) for d in devs]
+    ridges = [p.ridge_flop_per_byte for p in points]
     names = [f"{d.id}\n({d.release_year})" if d.release_year else d.id for d in devs]
     x = list(range(len(devs)))
-    data = {"dtype": dtype, "unit": unit, "devices": [d.id for d in devs], "peak_flops": peaks,
-            "bandwidth": bws, "ridge_points": ridges, "bytes_per_element": bpe,
-            "compute_growth": [p / peaks[0] for p in peaks], "bandwidth_growth": [b / bws[0] for b in bws]}
+    data = {"dtype": dtype, "unit": unit, "devices": [d.id for d in devs],
+            "peak_flops": [p.peak_flops_per_s for p in points], "bandwidth": [p.bandwidth_Bps for p in points],
+            "ridge_points": ridges, "bytes_per_element": bpe,
+            "ridge_per_element": [p.ridge_per_element for p in points],
+            "compute_growth": [p.compute_growth for p in points],
+            "bandwidth_growth": [p.bandwidth_growth for p in points]}
 
     ridge_ax = axes[-1] if len(axes) == 2 else axes[0]
     if len(axes) == 2:
@@ -340,7 +352,7 @@ def ridge_shift(devices: Sequence[DeviceLike] = ("v100-sxm", "a100-sxm-80gb", "h
     bars = ridge_ax.bar(x, ridges, color=_colors(len(devs)), edgecolor="black", gid="ridge-bars")
     for i, (b, r) in enumerate(zip(bars, ridges)):
         b.set_gid(f"ridge:{devs[i].id}:dram")
-        ridge_ax.annotate(f"{r:.0f} FLOP/B\n≈{r * bpe:.0f}/element", (i, r), xytext=(0, 3),
+        ridge_ax.annotate(f"{r:.0f} FLOP/B\n≈{data['ridge_per_element'][i]:.0f}/element", (i, r), xytext=(0, 3),
                           textcoords="offset points", ha="center", va="bottom", fontsize=8)
     ridge_ax.set_xticks(x, names, fontsize=8)
     ridge_ax.set_xlabel("device (release year)")
@@ -464,25 +476,24 @@ def attention_io(seq_lens: Sequence[int] = (512, 1024, 2048, 4096, 8192, 16384, 
         raise ValueError("attention_io needs at least one sequence length")
     fig, axes = _new_figure(ax, 1, (8.0, 5.4))
     a = axes[0]
-    kw = dict(head_dim=head_dim, dtype=dtype, causal=causal, backward=backward)
-    std = [_ops.attention(batch, heads, n, **kw, kind="standard") for n in ns]
-    fl = [_ops.attention(batch, heads, n, **kw, kind="flash", device=d) for n in ns]
-    paper = [_ops.attention(batch, heads, n, **kw, kind="flash", sram_bytes=d.sram_per_unit_bytes) for n in ns]
-    data = {"device": d.id, "seq_lens": ns, "standard": [o.bytes for o in std], "flash": [o.bytes for o in fl],
-            "flash_no_l2": [o.bytes for o in paper], "flash_sram": [o.bytes_at("sram") for o in fl],
-            "sram_per_unit_bytes": d.sram_per_unit_bytes}
+    std = [_ops.attention(batch, heads, n, head_dim=head_dim, dtype=dtype, causal=causal, backward=backward,
+                          kind="standard") for n in ns]
+    fl = [_ops.attention(batch, heads, n, head_dim=head_dim, dtype=dtype, causal=causal, backward=backward,
+                         kind="flash", device=d) for n in ns]
+    paper = [_ops.attention(batch, heads, n, head_dim=head_dim, dtype=dtype, causal=causal, backward=backward,
+                            kind="flash", sram_bytes=d.sram_per_unit_bytes) for n in ns]
+    data: Dict[str, Any] = {"device": d.id, "seq_lens": ns, "standard": [o.bytes for o in std],
+                            "flash": [o.bytes for o in fl], "flash_no_l2": [o.bytes for o in paper],
+                            "flash_sram": [o.bytes_at("sram") for o in fl],
+                            "sram_per_unit_bytes": d.sram_per_unit_bytes}
     try:
         data["l2_bytes"] = d.capacity("l2")
     except KeyError:
         data["l2_bytes"] = None
 
     def slope(ys: List[float]) -> str:
-        import math
-
-        if len(ys) < 2 or ys[-2] <= 0 or ns[-1] == ns[-2]:
-            return ""
-        k = math.log(ys[-1] / ys[-2]) / math.log(ns[-1] / ns[-2])
-        return f", ∝ N$^{{{k:.2g}}}$"
+        k = _core.scaling_exponent([float(n) for n in ns], ys)  # the local log-log slope, from the core
+        return "" if k != k else f", ∝ N$^{{{k:.2g}}}$"
 
     a.plot(ns, data["standard"], "o-", lw=2, color="C3", gid="standard",
            label=f"standard: S and P in DRAM{slope(data['standard'])}")
@@ -516,8 +527,6 @@ def _head_variants(model: Any, variants: Sequence[str]) -> List[Tuple[str, Any]]
     cfg = _catalog_config(model) if isinstance(model, str) else None
     if cfg is None:
         return out
-    from .inference import Model
-
     for v in variants:
         kv = {"MHA": m.arch.n_head, "MQA": 1}.get(v.upper())
         if kv is None:
@@ -556,8 +565,8 @@ def kv_cache(model: Any = "llama-3.1-8b",
     for j, (name, mv) in enumerate(heads[1:]):
         lines.append((f"{name}, KV {kv_dtypes[0]}", mv, kv_dtypes[0], f"C{j + 1}", "-"))
     for label, mv, kv, color, ls in lines:
-        per = [_core.kv_cache_bytes(mv._m, batch, c, kv) for c in ctx]
-        cum = [_core.kv_cache_bytes_read(mv._m, batch, 0, c, kv) for c in ctx]
+        per = [_core.kv_cache_bytes(mv._core, batch, c, kv) for c in ctx]
+        cum = [_core.kv_cache_bytes_read(mv._core, batch, 0, c, kv) for c in ctx]
         data["per_step"][label] = per
         data["cumulative"][label] = cum
         axes[0].plot(ctx, per, ls, color=color, marker="o", ms=3, lw=1.8, label=label, gid=f"per_step:{label}")
@@ -619,7 +628,7 @@ def batching(model: Any = "llama-3.1-8b", device: DeviceLike = "h100-sxm", *, qu
         color = f"C{i}"
         ests = [_estimate(model=m, quant=quant, device=d, prompt_tokens=c, gen_tokens=1, batch=b, engine=engine,
                           kv_dtype=kv_dtype, flash_attention=flash_attention) for b in bs]
-        cd = {"decode_intensity": [e.decode_intensity for e in ests],
+        cd: Dict[str, Any] = {"decode_intensity": [e.decode_intensity for e in ests],
               "decode_tokens_per_s_total": [e.decode_tokens_per_s_total for e in ests],
               "decode_bound": [e.decode_bound for e in ests], "fits": [e.fits for e in ests],
               "compute_bound_batch": ests[0].compute_bound_batch}

@@ -9,23 +9,31 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Hashable, Iterable, List, Mapping, Optional, Sequence, Tuple,
+                    TypeVar)
 
 from . import _core
-from .inference import _device, _plan, model as _model
+from ._device import Device
+from .inference import Model, _device, _plan
+from .inference import model as _model
+
+if TYPE_CHECKING:
+    import argparse
+
+    import numpy as np
+    import numpy.typing as npt
+    import pandas as pd
+
+T = TypeVar("T")
 
 __all__ = ["sweep", "max_batch", "cheapest", "pareto", "BatchAnswer"]
 
 # Column order of a sweep's DataFrame: the configuration, then the estimate's fields in rp.Estimate's order.
 _CONFIG = ["model", "quant", "device", "engine", "kv_dtype", "flash_attention", "tensor_parallel"]
-_ORDER = ["parameters", "weight_bytes", "bits_per_weight", "batch", "prompt_tokens", "gen_tokens", "prefill_s",
-          "prefill_tokens_per_s", "ttft_s", "decode_s", "decode_tokens_per_s", "decode_tokens_per_s_total", "total_s",
-          "prefill_bound", "decode_bound", "ceiling_decode_weights", "ceiling_decode", "ceiling_prefill",
-          "decode_intensity", "compute_bound_batch", "fits", "memory_weights", "memory_kv_cache", "memory_activations",
-          "memory_overhead", "memory_total", "memory_capacity", "max_batch", "max_context"]
+_ORDER = [name for name, _type, _unit, _meaning, config in _core.estimate_fields() if not config]
 
 
-def _list(value: Any, what: str) -> list:
+def _list(value: Any, what: str) -> List[Any]:
     """A scalar or an iterable of values as a non-empty list."""
     if isinstance(value, (str, bytes, bool)) or not isinstance(value, Iterable):
         values = [value]
@@ -36,9 +44,10 @@ def _list(value: Any, what: str) -> list:
     return values
 
 
-def _unique(values: list, key) -> list:
+def _unique(values: List[T], key: Callable[[T], Hashable]) -> List[T]:
     """The values without repeats (by key), first occurrence kept."""
-    seen, out = set(), []
+    seen: set[Hashable] = set()
+    out: List[T] = []
     for v in values:
         k = key(v)
         if k not in seen:
@@ -47,8 +56,8 @@ def _unique(values: list, key) -> list:
     return out
 
 
-def _numbers(values: list, what: str) -> List[float]:
-    out = []
+def _numbers(values: List[Any], what: str) -> List[float]:
+    out: List[float] = []
     for v in values:
         try:
             out.append(float(v))
@@ -78,7 +87,16 @@ def _engine_name(name: str) -> str:
 class _Axes:
     """Names resolved into core objects, each axis without duplicates (first occurrence kept)."""
 
-    def __init__(self, models, quants, devices, engine, kv_dtype, flash_attention, tensor_parallel):
+    models: List[Model]
+    quants: List[str]
+    devices: List[Device]
+    engines: List[str]
+    kv_dtypes: List[str]
+    flash: List[int]
+    tps: List[int]
+
+    def __init__(self, models: Any, quants: Any, devices: Any, engine: Any, kv_dtype: Any, flash_attention: Any,
+                 tensor_parallel: Any) -> None:
         self.models = _unique([_model(m) for m in _list(models, "models")], lambda m: m.id)
         self.quants = _unique([str(q) for q in _list(quants, "quants")], lambda q: q)
         self.devices = _unique([_device(d) for d in _list(devices, "devices")], lambda d: d.id)
@@ -89,23 +107,25 @@ class _Axes:
         self.tps = _unique(tps, lambda t: t)
 
     @classmethod
-    def resolved(cls, models, quants, devices, engines, kv_dtypes, flash, tps) -> "_Axes":
+    def resolved(cls, models: List[Model], quants: List[str], devices: List[Device], engines: List[str],
+                 kv_dtypes: List[str], flash: List[int], tps: List[int]) -> _Axes:
         """Axes from already resolved, distinct values (a point sweep's)."""
         axes = cls.__new__(cls)
         axes.models, axes.quants, axes.devices = models, quants, devices
         axes.engines, axes.kv_dtypes, axes.flash, axes.tps = engines, kv_dtypes, flash, tps
         return axes
 
-    def core_args(self):
-        return ([m._m for m in self.models], self.quants, self.devices, self.engines, self.kv_dtypes, self.flash,
-                self.tps)
+    def core_args(self) -> Tuple[List[_core.Model], List[str], List[_core.Device], List[str], List[str], List[int],
+                                 List[int]]:
+        return ([m._core for m in self.models], self.quants, [d._core for d in self.devices], self.engines,
+                self.kv_dtypes, self.flash, self.tps)
 
     def categories(self) -> Dict[str, List[str]]:
         return {"model": [m.id for m in self.models], "quant": self.quants, "device": [d.id for d in self.devices],
                 "engine": self.engines, "kv_dtype": self.kv_dtypes}
 
 
-def _frame(table: Dict[str, Any], axes: _Axes):
+def _frame(table: Dict[str, Any], axes: _Axes) -> pd.DataFrame:
     """The core's columns as a DataFrame: numeric columns are the core's buffers (no copy), names categorical."""
     import pandas as pd
 
@@ -129,7 +149,7 @@ def _frame(table: Dict[str, Any], axes: _Axes):
 def sweep(models: Any = None, quants: Any = None, devices: Any = None, batch: Any = 1, prompt_tokens: Any = 512,
           gen_tokens: Any = 128, kv_dtype: Any = "f16", flash_attention: Any = False, engine: Any = "llama.cpp",
           tensor_parallel: Any = 1, *, points: Any = None, threads: Optional[int] = None,
-          skip_invalid: bool = False):
+          skip_invalid: bool = False) -> pd.DataFrame:
     """Estimate every combination of the arguments (each a value or a list) in the core; one row per point.
 
     Rows are ordered as nested loops over model, quant, device, engine, kv_dtype, flash_attention,
@@ -161,7 +181,8 @@ def sweep(models: Any = None, quants: Any = None, devices: Any = None, batch: An
     return _frame(table, axes)
 
 
-def _sweep_points(points: Any, kv_dtype, flash_attention, engine, tensor_parallel, threads: int, skip_invalid: bool):
+def _sweep_points(points: Any, kv_dtype: Any, flash_attention: Any, engine: Any, tensor_parallel: Any, threads: int,
+                  skip_invalid: bool) -> pd.DataFrame:
     import numpy as np
     import pandas as pd
 
@@ -173,8 +194,9 @@ def _sweep_points(points: Any, kv_dtype, flash_attention, engine, tensor_paralle
                          f"tensor_parallel)")
     n = len(df)
 
-    def column(name, default):
-        return df[name].tolist() if name in df.columns else [default] * n
+    def column(name: str, default: Any) -> List[Any]:
+        values: List[Any] = df[name].tolist() if name in df.columns else [default] * n
+        return values
 
     raw = {"model": column("model", None), "quant": [str(q) for q in column("quant", None)],
            "device": column("device", None), "engine": [_engine_name(e) for e in column("engine", engine)],
@@ -182,15 +204,15 @@ def _sweep_points(points: Any, kv_dtype, flash_attention, engine, tensor_paralle
            "flash": [1 if bool(f) else 0 for f in column("flash_attention", flash_attention)],
            "tp": column("tensor_parallel", tensor_parallel)}
     # distinct values per axis, and each point's index into them
-    def codes(values):
-        uniq: Dict[Any, int] = {}
+    def codes(values: List[T]) -> Tuple[List[T], List[int]]:
+        uniq: Dict[T, int] = {}
         out = [uniq.setdefault(v, len(uniq)) for v in values]
         return list(uniq), out
 
-    def object_codes(values, resolve):
+    def object_codes(values: List[Any], resolve: Callable[[Any], Any]) -> Tuple[List[Any], List[int]]:
         """Models and devices: distinct by id (the first object of each id kept) and each value's index."""
         objs: Dict[str, Any] = {}
-        ids = []
+        ids: List[str] = []
         for v in values:
             o = resolve(v)
             objs.setdefault(o.id, o)
@@ -204,9 +226,14 @@ def _sweep_points(points: Any, kv_dtype, flash_attention, engine, tensor_paralle
     kvs, kv_codes = codes(raw["kv_dtype"])
     flashes, flash_codes = codes(raw["flash"])
     tps, tp_codes = codes([_tp(t) for t in raw["tp"]])
-    u32 = lambda v: np.asarray(v, dtype=np.uint32)  # noqa: E731
-    f64 = lambda name: np.asarray(pd.to_numeric(df[name], errors="raise"), dtype=np.float64)  # noqa: E731
-    table = _core.sweep_points([m._m for m in model_objs], quants, device_objs, engines, kvs, flashes, tps,
+    def u32(v: List[int]) -> npt.NDArray[np.uint32]:
+        return np.asarray(v, dtype=np.uint32)
+
+    def f64(name: str) -> npt.NDArray[np.float64]:
+        return np.asarray(pd.to_numeric(df[name], errors="raise"), dtype=np.float64)
+
+    table = _core.sweep_points([m._core for m in model_objs], quants, [d._core for d in device_objs], engines, kvs,
+                               flashes, tps,
                                u32(model_codes), u32(quant_codes), u32(device_codes), u32(engine_codes),
                                u32(kv_codes), u32(flash_codes), u32(tp_codes), f64("batch"), f64("prompt_tokens"),
                                f64("gen_tokens"), threads, bool(skip_invalid))
@@ -248,9 +275,8 @@ def _ms(value: Optional[float], what: str) -> float:
 
 def _answer(d: Mapping[str, Any]) -> BatchAnswer:
     at = dict(d["at"])
-    gen = at["gen_tokens"]
     return BatchAnswer(feasible=bool(d["feasible"]), batch=int(d["batch"]), limit=str(d["limit"]),
-                       reason=str(d["reason"]), tpot_ms=(at["decode_s"] / gen * 1e3) if gen > 0 else 0.0,
+                       reason=str(d["reason"]), tpot_ms=at["tpot_s"] * 1e3,
                        ttft_ms=at["ttft_s"] * 1e3, at=at, beyond=dict(d["beyond"]), evaluations=int(d["evaluations"]))
 
 
@@ -273,7 +299,8 @@ def max_batch(model: Any, quant: str, device: Any, tpot_ms: Optional[float] = No
 def cheapest(model: Any, target_tokens_per_s: float, price_per_hour: Mapping[str, float], devices: Any = None,
              quant: Any = "Q4_K_M", counts: Optional[Sequence[int]] = None, prompt_tokens: int = 512,
              gen_tokens: int = 128, tpot_ms: Optional[float] = None, ttft_ms: Optional[float] = None,
-             kv_dtype: str = "f16", flash_attention: bool = False, engine: str = "llama.cpp", replicas: bool = False):
+             kv_dtype: str = "f16", flash_attention: bool = False, engine: str = "llama.cpp", replicas: bool = False
+             ) -> pd.DataFrame:
     """Deployments of ``model`` that serve ``target_tokens_per_s`` generated tokens per second, cheapest first.
 
     A deployment is ``count`` devices of one kind running one copy of the model with tensor parallelism over all
@@ -315,63 +342,26 @@ def cheapest(model: Any, target_tokens_per_s: float, price_per_hour: Mapping[str
     if unpriced:
         raise ValueError(f"price_per_hour has no price for {', '.join(unpriced)}; priced: {', '.join(sorted(prices))}")
     m = _model(model)
-    heads, kv_heads = m.arch.n_head, m.arch.n_kv_head
-    explicit_counts = counts is not None
-    count_list = []
-    for c in _list(counts if explicit_counts else (1, 2, 4, 8), "counts"):
-        c = _tp(c)
-        if not explicit_counts and (heads % int(c) or kv_heads % int(c)):
-            continue  # the default counts keep those that divide the heads
-        count_list.append(int(c))
+    count_list = [_tp(c) for c in _list(counts, "counts")] if counts is not None else []
     tpot_s, ttft_s = _ms(tpot_ms, "tpot_ms"), _ms(ttft_ms, "ttft_ms")
-    rows = []
-    for dev in devs:
-        for count in count_list:
-            for q in _unique([str(x) for x in _list(quant, "quant")], lambda x: x):
-                row: Dict[str, Any] = {"device": dev.id, "count": count, "quant": q, "feasible": False, "batch": 0,
-                                       "replicas": 0, "tokens_per_s": 0.0, "capacity_tokens_per_s": 0.0,
-                                       "tpot_ms": math.nan, "ttft_ms": math.nan,
-                                       "cost_per_hour": prices[dev.id] * count, "cost_per_million_tokens": math.nan,
-                                       "cost_per_million_tokens_at_capacity": math.nan, "reason": ""}
-                rows.append(row)
-                try:
-                    plan = _plan(m, dev, q, kv_dtype, flash_attention, engine, count)
-                    ans = _core.min_batch_for_throughput(plan, float(prompt_tokens), float(gen_tokens), target,
-                                                         tpot_s, ttft_s)
-                except (ValueError, KeyError) as e:
-                    row["reason"] = str(e.args[0] if isinstance(e, KeyError) and e.args else e)
-                    continue
-                cap = ans["capacity"]
-                capacity = cap["at"]["decode_tokens_per_s_total"] if cap["feasible"] else 0.0
-                row["capacity_tokens_per_s"] = capacity
-                n_rep = 1
-                if not ans["feasible"] and replicas and cap["feasible"] and capacity > 0:
-                    n_rep = math.ceil(target / capacity)
-                    ans = _core.min_batch_for_throughput(plan, float(prompt_tokens), float(gen_tokens),
-                                                         target / n_rep, tpot_s, ttft_s)
-                    if ans["feasible"]:
-                        ans["reason"] = f"{n_rep} replicas; " + ans["reason"]
-                row["reason"] = ans["reason"]
-                if not ans["feasible"]:
-                    continue
-                at = ans["at"]
-                hourly = prices[dev.id] * count * n_rep
-                row.update(feasible=True, batch=int(ans["batch"]), replicas=n_rep,
-                           tokens_per_s=at["decode_tokens_per_s_total"] * n_rep,
-                           tpot_ms=at["decode_s"] / at["gen_tokens"] * 1e3, ttft_ms=at["ttft_s"] * 1e3,
-                           cost_per_hour=hourly, cost_per_million_tokens=hourly / (3600.0 * target) * 1e6,
-                           cost_per_million_tokens_at_capacity=hourly / (3600.0 * capacity * n_rep) * 1e6)
-    df = pd.DataFrame(rows)
-    if df.empty:
-        return df
-    df["_order"] = range(len(df))
-    df = df.sort_values(["feasible", "cost_per_million_tokens", "capacity_tokens_per_s", "_order"],
-                        ascending=[False, True, False, True], na_position="last", kind="stable")
-    return df.drop(columns="_order").reset_index(drop=True)
+    quants = _unique([str(x) for x in _list(quant, "quant")], lambda x: x)
+    rows = _core.cheapest_deployments(m._core, [d._core for d in devs], [prices[d.id] for d in devs], quants,
+                                      count_list, float(prompt_tokens), float(gen_tokens), target, tpot_s, ttft_s,
+                                      kv_dtype, bool(flash_attention), engine, bool(replicas))
+    columns = ["device", "count", "quant", "feasible", "batch", "replicas", "tokens_per_s", "capacity_tokens_per_s",
+               "tpot_ms", "ttft_ms", "cost_per_hour", "cost_per_million_tokens", "cost_per_million_tokens_at_capacity",
+               "reason"]
+    return pd.DataFrame([{"device": r.device, "count": r.count, "quant": r.quant, "feasible": r.feasible,
+                          "batch": int(r.batch), "replicas": r.replicas, "tokens_per_s": r.tokens_per_s,
+                          "capacity_tokens_per_s": r.capacity_tokens_per_s,
+                          "tpot_ms": r.tpot_s * 1e3, "ttft_ms": r.ttft_s * 1e3,  # unit conversion only
+                          "cost_per_hour": r.cost_per_hour, "cost_per_million_tokens": r.cost_per_million_tokens,
+                          "cost_per_million_tokens_at_capacity": r.cost_per_million_tokens_at_capacity,
+                          "reason": r.reason} for r in rows], columns=columns)
 
 
-def pareto(df, x: str = "memory_total", y: str = "decode_tokens_per_s", minimize_x: bool = True,
-           maximize_y: bool = True):
+def pareto(df: pd.DataFrame, x: str = "memory_total", y: str = "decode_tokens_per_s", minimize_x: bool = True,
+           maximize_y: bool = True) -> pd.DataFrame:
     """The rows of ``df`` no other row dominates (at least as good in ``x`` and ``y``, better in one), sorted by
     ``x``: by default the least memory for the most decode tokens/s. Rows with NaN in ``x`` or ``y`` are dropped;
     rows equal in both are all kept."""
@@ -442,7 +432,7 @@ def _cli_names(text: str) -> List[str]:
     return [v.strip() for v in str(text).split(",") if v.strip()]
 
 
-def _cli_write(df, path: str) -> str:
+def _cli_write(df: pd.DataFrame, path: str) -> str:
     lower = path.lower()
     try:
         if lower.endswith((".parquet", ".pq")):
@@ -462,18 +452,18 @@ def _cli_write(df, path: str) -> str:
                      f".csv.xz)")
 
 
-def _cli_sweep(args) -> int:
+def _cli_sweep(args: argparse.Namespace) -> int:
     import sys
     import time
 
     from . import devices as all_devices
 
-    devs = all_devices() if args.devices.strip().lower() == "all" else _cli_names(args.devices)
+    names = all_devices() if args.devices.strip().lower() == "all" else _cli_names(args.devices)
     flash = {"off": [False], "on": [True], "both": [False, True]}[args.flash_attn]
     import pandas  # noqa: F401 - imported, the catalogue and the database loaded, before the clock starts
 
     models = [_model(m) for m in _cli_names(args.models)]
-    devs = [_device(d) for d in devs]
+    devs = [_device(d) for d in names]
     t0 = time.perf_counter()
     df = sweep(models=models, quants=_cli_names(args.quants), devices=devs,
                batch=_cli_numbers(args.batch, "-b/--batch"), prompt_tokens=_cli_numbers(args.prompt, "-p/--n-prompt"),
@@ -498,7 +488,7 @@ def _cli_sweep(args) -> int:
     return 0
 
 
-def _add_sweep_parser(sub) -> None:
+def _add_sweep_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """The `sweep` subcommand."""
     p = sub.add_parser("sweep", help="estimate every combination of models × quants × devices × ... (parquet / CSV)",
                        description="Estimate every combination in the C++ core on every core; one row per point. "

@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 _FIELDS = ["source", "engine", "device", "model", "quant", "test", "batch", "prompt_tokens", "gen_tokens",
            "flash_attention", "tensor_parallel", "measured_tokens_per_s", "tolerance", "notes"]
@@ -16,7 +19,7 @@ def data_files() -> List[Path]:
     return sorted((data_dir() / "validation").glob("*.csv"))
 
 
-def load(paths: Optional[List[Path]] = None):
+def load(paths: Optional[List[Path]] = None) -> pd.DataFrame:
     """Every published point as a DataFrame (one row per measurement, with its source)."""
     import pandas as pd
 
@@ -42,37 +45,32 @@ def data_dir_validation() -> Path:
     return data_dir() / "validation"
 
 
-def run(paths: Optional[List[Path]] = None):
-    """Predict every point: measured, predicted (derated roofline + overheads), the pure roofline beside it,
-    and their relative errors."""
+def run(paths: Optional[List[Path]] = None) -> pd.DataFrame:
+    """Predict every point in the core: measured, predicted (derated roofline + overheads), the pure roofline beside
+    it, and their relative errors."""
     import pandas as pd
 
-    from . import estimate
+    from . import _core, device, model
 
     df = load(paths)
-    out = []
+    rows, models, devices = [], [], []
     for _, r in df.iterrows():
-        e = estimate(model=r["model"], quant=r["quant"], device=r["device"], engine=r["engine"],
-                     batch=int(r["batch"]), prompt_tokens=int(r["prompt_tokens"]), gen_tokens=int(r["gen_tokens"]),
-                     flash_attention=str(r["flash_attention"]).strip() in ("1", "true", "True"),
-                     tensor_parallel=int(r["tensor_parallel"]))
         decode = int(r["gen_tokens"]) > 0
-        predicted = e.decode_tokens_per_s if decode else e.prefill_tokens_per_s
-        roofline = e.ceilings["decode_tokens_per_s"] if decode else e.ceilings["prefill_tokens_per_s"]
-        measured = float(r["measured_tokens_per_s"])
-        test = r["test"] or (f"tg{int(r['gen_tokens'])}" if decode else f"pp{int(r['prompt_tokens'])}")
-        out.append({"table": r["table"], "device": r["device"], "model": r["model"], "quant": r["quant"],
-                    "test": test, "tp": int(r["tensor_parallel"]), "measured": measured, "predicted": predicted,
-                    "error": predicted / measured - 1, "roofline": roofline, "roofline_error": roofline / measured - 1,
-                    "tolerance": float(r["tolerance"]), "bound": e.decode_bound if decode else e.prefill_bound,
-                    "source": r["source"]})
-    return pd.DataFrame(out)
+        rows.append({"table": r["table"], "source": r["source"], "quant": r["quant"], "engine": r["engine"],
+                     "test": r["test"] or (f"tg{int(r['gen_tokens'])}" if decode else f"pp{int(r['prompt_tokens'])}"),
+                     "batch": float(int(r["batch"])), "prompt_tokens": float(int(r["prompt_tokens"])),
+                     "gen_tokens": float(int(r["gen_tokens"])),
+                     "flash_attention": str(r["flash_attention"]).strip() in ("1", "true", "True"),
+                     "tensor_parallel": int(r["tensor_parallel"]),
+                     "measured_tokens_per_s": float(r["measured_tokens_per_s"]), "tolerance": float(r["tolerance"])})
+        models.append(model(r["model"])._core)
+        devices.append(device(r["device"])._core)
+    return pd.DataFrame(_core.validate(rows, models, devices))
 
 
-def mape(results) -> dict:
-    """Mean absolute percentage error of the estimator and of the pure roofline, per table and overall."""
-    out = {}
-    for name, g in list(results.groupby("table")) + [("all", results)]:
-        out[name] = {"estimator": float(g["error"].abs().mean() * 100),
-                     "roofline": float(g["roofline_error"].abs().mean() * 100), "points": int(len(g))}
-    return out
+def mape(results: pd.DataFrame) -> Dict[str, Dict[str, Any]]:
+    """Mean absolute percentage error of the estimator and of the pure roofline, per table and overall (the core's
+    summary: estimator, roofline, their largest errors, points)."""
+    from . import _core
+
+    return dict(_core.summarize_validation(list(zip(results["table"], results["error"], results["roofline_error"]))))

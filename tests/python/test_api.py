@@ -143,7 +143,7 @@ def test_results_pickle_and_convert_to_dict():
 def test_device_details_carry_sources():
     dev = rp.device("h100-sxm")
     for p in dev.compute_peaks():
-        assert p["source"] and p["flops"] > 0
+        assert p["source"] and p["flops_per_s"] > 0
     levels = {m["level"]: m for m in dev.memory_levels()}
     assert levels["dram"]["bandwidth"] == pytest.approx(3.35e12)
     assert dev.efficiency["source"]

@@ -128,9 +128,9 @@ case("unknown model", KeyError, "model 'llama-3-8'", "did you mean 'llama-3-8b'?
     lambda t: rp.model("llama-3-8"))
 case("unknown quantization", KeyError, "quantization 'Q4_K_N'", "did you mean", "Q4_K_M")(
     lambda t: rp.estimate("llama-3.2-1b", "Q4_K_N", "a100"))
-case("unknown engine", KeyError, "engine 'llama-cpp'", "did you mean 'llama.cpp'?", "generic, cuda-graphs")(
+case("unknown engine", KeyError, "engine 'llama-cpp'", "did you mean 'llama.cpp'?", "cuda-graphs, generic")(
     lambda t: rp.estimate("llama-3.2-1b", "Q4_K_M", "a100", engine="llama-cpp"))
-case("unknown engine, asked by name", KeyError, "engine 'gptfast'", "did you mean 'gpt-fast'?", "cuda-graphs, gpt-fast")(
+case("unknown engine, asked by name", KeyError, "engine 'gptfast'", "did you mean 'gpt-fast'?", "generic, gpt-fast")(
     lambda t: rp.engine("gptfast"))
 case("unknown KV cache format", KeyError, "KV cache format 'q8'", "did you mean 'q8_0'?", "f16, bf16")(
     lambda t: rp.estimate("llama-3.2-1b", "Q4_K_M", "a100", kv_dtype="q8"))
@@ -262,8 +262,8 @@ case("device bandwidth in B/s instead of GB/s", ValueError, "'memory.dram.bandwi
     device_file({"memory.dram.bandwidth_GBps": 300e9}))
 case("device vanishing peak", ValueError, "'compute[0].peak_TFLOPS'", "[1e-12, 1e+06]", "1e-300")(
     device_file({"compute.0.peak_TFLOPS": 1e-300}))
-case("device efficiency above 1", ValueError, "'efficiency.compute'", "[0.001, 1]", "1.5")(
-    device_file({"efficiency.compute": 1.5}))
+case("device efficiency above 1", ValueError, "'efficiency.compute_fraction'", "[0.001, 1]", "1.5")(
+    device_file({"efficiency.compute_fraction": 1.5}))
 case("device wrong JSON type", ValueError, "'memory.dram.capacity_GiB'", "must be a number", '"24"')(
     device_file({"memory.dram.capacity_GiB": "24"}))
 case("device missing required field", ValueError, "l4.json", "'efficiency'", "required but missing")(
@@ -482,19 +482,22 @@ def cli(*args, env=None):
                           cwd="/")
 
 
+def data_dir_with(t: Path, folder: str, name: str, doc: dict) -> dict:
+    """A copy of the installed data folders ($ROOFLINE_DATA_DIR) with one file of `folder` replaced by `doc`."""
+    import shutil
+
+    root = t / "data"
+    shutil.copytree(rp.data_dir(), root)
+    (root / folder / name).write_text(json.dumps(doc))
+    return {"ROOFLINE_DATA_DIR": str(root)}
+
+
 def bad_model_db(t: Path) -> dict:
-    folder = t / "model_db"
-    folder.mkdir()
-    doc = with_changes(LLAMA_1B, {"config.num_key_value_heads": 5})
-    (folder / "llama-3.2-1b.json").write_text(json.dumps(doc))
-    return {"ROOFLINEPY_MODEL_DB": str(folder)}
+    return data_dir_with(t, "model_db", "llama-3.2-1b.json", with_changes(LLAMA_1B, {"config.num_key_value_heads": 5}))
 
 
 def bad_hardware_db(t: Path) -> dict:
-    folder = t / "hardware_db"
-    folder.mkdir()
-    (folder / "l4.json").write_text(json.dumps(with_changes(L4, {"efficiency.dram_bandwidth": 0})))
-    return {"ROOFLINEPY_HARDWARE_DB": str(folder)}
+    return data_dir_with(t, "hardware_db", "l4.json", with_changes(L4, {"efficiency.dram_bandwidth_fraction": 0}))
 
 
 CLI_CASES = [
@@ -503,7 +506,7 @@ CLI_CASES = [
     ("unknown quant", ["estimate", "-m", "llama-3.2-1b", "-q", "Q4_K_N", "-d", "a100"], None,
      ["quantization 'Q4_K_N'", "did you mean"]),
     ("unknown engine", ["estimate", "-m", "llama-3.2-1b", "-d", "a100", "--engine", "vllm"], None,
-     ["unknown engine 'vllm'", "llama.cpp, generic, cuda-graphs"]),
+     ["unknown engine 'vllm'", "llama.cpp, cuda-graphs, generic"]),
     ("batch 0", ["estimate", "-m", "llama-3.2-1b", "-d", "a100", "-b", "0"], None, ["batch", ">= 1"]),
     ("batch not a number", ["estimate", "-m", "llama-3.2-1b", "-d", "a100", "-b", "eight"], None,
      ["-b/--batch", "whole numbers", "'eight'"]),
@@ -517,7 +520,7 @@ CLI_CASES = [
     ("bad model_db entry", ["estimate", "-m", "llama-3.2-1b", "-d", "a100"], bad_model_db,
      ["llama-3.2-1b.json", "num_key_value_heads (5) must divide num_attention_heads (32)"]),
     ("bad hardware_db file", ["device", "l4"], bad_hardware_db,
-     ["l4.json", "'efficiency.dram_bandwidth'", "[0.001, 1]"]),
+     ["l4.json", "'efficiency.dram_bandwidth_fraction'", "[0.001, 1]"]),
 ]
 
 

@@ -62,7 +62,7 @@ def test_calibrated_replaces_ceilings_and_does_not_derate_them_again(rp, gpu_pro
     op = rp.ops.elementwise(10 ** 9, 0, 1, 1, "fp32")
     t_cal = dev.time(op)
     assert t_cal.memory_seconds["dram"] == pytest.approx(op.bytes / 3.0e12)
-    assert base.time(op).memory_seconds["dram"] == pytest.approx(op.bytes / (base.bandwidth() * base.efficiency["dram_bandwidth"]))
+    assert base.time(op).memory_seconds["dram"] == pytest.approx(op.bytes / (base.bandwidth() * base.efficiency["dram_bandwidth_fraction"]))
     # A large bf16 GEMM: measured 700 TFLOP/s, not derated again.
     g = rp.ops.gemm(8192, 8192, 8192, "bf16")
     assert dev.time(g, ideal=True).compute_seconds == pytest.approx(g.flops / 7.0e14)

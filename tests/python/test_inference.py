@@ -141,11 +141,13 @@ def test_cli_models_and_validate():
 
 
 def test_engines_say_what_they_do_and_where_that_comes_from():
-    assert rp.engines() == ["llama.cpp", "generic", "cuda-graphs", "gpt-fast"]
-    g = rp.engine("gpt-fast")
-    assert (g["fused_qkv"], g["vocab_parallel"], g["dequant_overlapped"], g["all_reduce"]) == (True, False, False, "one-shot")
-    assert "tp.py" in g["source"] and "ENABLE_INTRA_NODE_COMM" in g["source"]
-    assert rp.engine("llama.cpp")["dequant_overlapped"] and rp.engine("cuda-graphs")["all_reduce"] == "ring"
+    assert rp.engines() == ["llama.cpp", "cuda-graphs", "generic", "gpt-fast"]  # engine_db: llama.cpp, then by id
+    g = rp.engine("gpt-fast").backend("any")
+    dequant_overlapped = any(k.dequant_overlapped for k in g.linear_kernels)
+    assert (g.fused_qkv, g.vocab_parallel, dequant_overlapped, g.all_reduce) == (True, False, False, "one-shot")
+    assert "tp.py" in g.sources["vocab_parallel"][0] and "ENABLE_INTRA_NODE_COMM" in g.sources["all_reduce"][0]
+    assert all(k.dequant_overlapped for k in rp.engine("llama.cpp").backend("any").linear_kernels)
+    assert rp.engine("cuda-graphs").backend("any").all_reduce == "ring"
     # what the properties change: one fused QKV row; quantized decode slower when dequantization is not hidden
     kw = dict(model="llama-2-7b", device="a100-sxm-80gb", prompt_tokens=0, gen_tokens=16, flash_attention=True)
     ops = set(rp.estimate(quant="bf16", engine="gpt-fast", **kw).breakdown.op)

@@ -131,7 +131,7 @@ def profile_for(dev, factors):
     ms.append({"ceiling": "bandwidth", "level": "dram", "kernel": "copy", "repetitions": 5, "si_unit": "B/s",
                "min": bw * 0.99, "median": bw, "max": bw * 1.01, "verified": True})
     for i, p in enumerate(dev.compute_peaks()):
-        f = p["flops"] * factors[1 + i % (len(factors) - 1)]
+        f = p["flops_per_s"] * factors[1 + i % (len(factors) - 1)]
         ms.append({"ceiling": "gemm_flops" if p["unit"] == "matrix" else "peak_flops", "dtype": p["dtype"],
                    "unit": p["unit"], "kernel": f"k{i}", "repetitions": 5, "si_unit": "FLOP/s",
                    "min": f * 0.99, "median": f, "max": f * 1.01, "verified": True})
@@ -155,7 +155,7 @@ def test_a_calibrated_ceiling_above_the_datasheet_says_so(dev_id, fs):
     before = {(p["dtype"], p["unit"]): p for p in base.compute_peaks()}
     for p in cal.compute_peaks():
         old = before.get((p["dtype"], p["unit"]))
-        if old and p["flops"] > old["flops"]:
+        if old and p["flops_per_s"] > old["flops_per_s"]:
             assert p["uncertain"] and "measured above datasheet" in p["uncertain"], p
     old_levels = {m["level"]: m for m in base.memory_levels()}
     for m in cal.memory_levels():

@@ -1,0 +1,116 @@
+"""Engines of engine_db (wrappers of the core's, see :mod:`._wrap`): what an engine's kernels do per backend."""
+from __future__ import annotations
+
+from typing import Dict, List, Tuple
+
+from . import _core
+from ._device import DeviceLike, _core_device
+from ._wrap import CoreAttribute
+
+__all__ = ["Engine", "EngineBackend", "LinearKernel", "engine", "engines"]
+
+
+class LinearKernel:
+    """A kernel an engine runs linear layers with: the weight formats and rows it takes, the unit and format of its
+    multiply-adds, its tiles, how often and whether hidden it dequantizes; with its source."""
+
+    __slots__ = ("_core",)
+
+    def __init__(self, core: _core.LinearKernel) -> None:
+        self._core = core
+
+    name: CoreAttribute[str] = CoreAttribute("the kernel's name in the engine's source")
+    weights: CoreAttribute[List[str]] = CoreAttribute("weight formats it handles ('*', 'float', 'quantized' or names)")
+    max_rows: CoreAttribute[float] = CoreAttribute("used up to this many rows (inf: no limit)")
+    unit: CoreAttribute[str] = CoreAttribute("'matrix' or 'vector'")
+    compute: CoreAttribute[str] = CoreAttribute("'activation' or the format of its multiply-adds")
+    tile_m: CoreAttribute[float] = CoreAttribute("rows of a tile (matrix units)")
+    tile_n: CoreAttribute[float] = CoreAttribute("columns of a tile (matrix units)")
+    dequant_every_rows: CoreAttribute[float] = CoreAttribute("rows per dequantization of the weights (0: once)")
+    dequant_overlapped: CoreAttribute[bool] = CoreAttribute("whether dequantization hides under the loads")
+    source: CoreAttribute[str] = CoreAttribute("where this comes from (file and commit, docs, measurement)")
+    uncertain: CoreAttribute[str] = CoreAttribute("why the source may not settle it ('' if it does)")
+
+    def __repr__(self) -> str:
+        return f"<LinearKernel {self.name}: {self.unit} {self.compute}, weights {','.join(self.weights)}>"
+
+
+class EngineBackend:
+    """An engine on one backend (cuda, rocm, metal, vulkan, cpu or any), every property resolved."""
+
+    __slots__ = ("_core",)
+
+    def __init__(self, core: _core.EngineBackend) -> None:
+        self._core = core
+
+    backend: CoreAttribute[str] = CoreAttribute("the backend's name")
+    kernel_fixed_cost_scale: CoreAttribute[float] = CoreAttribute("× the device's launch overhead per kernel")
+    activation_format: CoreAttribute[str] = CoreAttribute("number format of the activations")
+    fused_qkv: CoreAttribute[bool] = CoreAttribute("Q, K and V projections in one GEMM")
+    logits_last_token_only: CoreAttribute[bool] = CoreAttribute("prefill computes the logits of the last token only")
+    runtime_overhead_bytes: CoreAttribute[float] = CoreAttribute("the runtime's own memory [B]")
+    all_reduce: CoreAttribute[str] = CoreAttribute("tensor-parallel all-reduce algorithm ('ring', 'one-shot' ...)")
+    collective_step_latency_s: CoreAttribute[float] = CoreAttribute("latency of one step of a collective [s]")
+    vocab_parallel: CoreAttribute[bool] = CoreAttribute("the vocabulary split over tensor-parallel ranks")
+
+    @property
+    def linear_kernels(self) -> List[LinearKernel]:
+        """The kernels of linear layers, first match by weight format and rows."""
+        return [LinearKernel(k) for k in self._core.linear_kernels]
+
+    @property
+    def sources(self) -> Dict[str, Tuple[str, str]]:
+        """property -> (source, uncertain)."""
+        return self._core.sources
+
+    def __repr__(self) -> str:
+        return f"<EngineBackend {self.backend}>"
+
+
+class Engine:
+    """An inference engine of engine_db (``rp.engine(name)``), per backend, every property with its source."""
+
+    __slots__ = ("_core",)
+
+    def __init__(self, core: _core.Engine) -> None:
+        self._core = core
+
+    id: CoreAttribute[str] = CoreAttribute("engine_db id (``llama.cpp``, ``cuda-graphs`` ...)")
+    name: CoreAttribute[str] = CoreAttribute("the engine's name")
+    summary: CoreAttribute[str] = CoreAttribute("what it does, in a sentence")
+    aliases: CoreAttribute[List[str]] = CoreAttribute("other names it is found by")
+    based_on: CoreAttribute[str] = CoreAttribute("the engine it derives from ('' if none)")
+    origin: CoreAttribute[str] = CoreAttribute("the file it was read from")
+    native_backend: CoreAttribute[Dict[str, str]] = CoreAttribute("device kind or vendor -> the backend it runs")
+
+    @property
+    def backends(self) -> List[EngineBackend]:
+        """The engine on each backend it describes."""
+        return [EngineBackend(b) for b in self._core.backends]
+
+    def backend(self, name: str) -> EngineBackend:
+        """The engine on a backend: ``"any"``, ``"cuda"``, ``"rocm"``, ``"metal"``, ``"vulkan"`` or ``"cpu"``."""
+        return EngineBackend(self._core.backend(name))
+
+    def on(self, device: DeviceLike) -> EngineBackend:
+        """The backend the engine runs on for a device (a name or a Device)."""
+        return EngineBackend(self._core.on(_core_device(device)))
+
+    def to_json(self, indent: int = 2) -> str:
+        """The engine as JSON, every backend resolved."""
+        return self._core.to_json(indent)
+
+    def __repr__(self) -> str:
+        return repr(self._core)
+
+
+def engines() -> List[str]:
+    """Engine names (``engine=`` of estimate and sweep): llama.cpp, then the others of engine_db by id."""
+    return list(_core.engine_names())
+
+
+def engine(name: str) -> Engine:
+    """What an engine does per backend and phase (kernels of linear layers and their formats, whether dequantization
+    hides under the loads, fused QKV, fixed cost per kernel, how tensor parallel splits the vocabulary and sums
+    partial outputs), each property with its source."""
+    return Engine(_core.engine(name))
