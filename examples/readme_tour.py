@@ -79,19 +79,21 @@ def tour(calibrate: bool = False, gpu_profile: Optional[str] = None, gguf: Optio
     q8 = rp.estimate(model="llama-2-7b", quant="Q8_0", device=cal, prompt_tokens=0, gen_tokens=128)
     assert close(q8.decode_tokens_per_s, 40.2, rel=0.02) and q4.decode_tokens_per_s > q8.decode_tokens_per_s
 
-    df: pd.DataFrame = rp.sweep(models=["llama-3.1-8b", "qwen3-8b"], quants=["BF16", "Q4_K_M", "fp8"],
+    df: pd.DataFrame = rp.sweep(models=["llama-3.1-8b", "qwen3-8b"], quants=["BF16", "Q4_K_M"],
                                 devices=rp.devices(), batch=[1, 2, 4, 8, 16, 32, 64], prompt_tokens=[128, 2048],
                                 gen_tokens=[256])  # one row per point
-    assert len(df) == 2 * 3 * len(ids) * 7 * 2
+    assert len(df) == 2 * 2 * len(ids) * 7 * 2
     front = rp.pareto(df, x="memory_total", y="decode_tokens_per_s")  # the non-dominated rows
     assert 0 < len(front) < len(df)
     answer: rp.BatchAnswer = rp.max_batch(model="llama-3.1-8b", quant="fp8", device="h100-sxm", tpot_ms=50,
-                                          prompt_tokens=2048)
+                                          prompt_tokens=2048, engine="cuda-graphs")
     assert answer.feasible and answer.batch >= 1 and answer.tpot_ms <= 50
     ranked: pd.DataFrame = rp.cheapest(model="llama-3.1-70b", quant="fp8", target_tokens_per_s=2000,
                                        devices=["h100-sxm", "a100-sxm-80gb"],
-                                       price_per_hour={"h100-sxm": 2.5, "a100-sxm-80gb": 1.5})  # ranked
+                                       price_per_hour={"h100-sxm": 2.5, "a100-sxm-80gb": 1.5},
+                                       engine="cuda-graphs")  # ranked
     assert bool(ranked["feasible"].iloc[0])
+    assert all("fp8" in r for r in ranked[ranked["device"] == "a100-sxm-80gb"]["reason"])  # no fp8 units: why
 
     if calibrate:
         host: rp.Device = rp.device_from_profile(rp.calibration.calibrate_cpu())  # this machine, measured (~1 min)

@@ -17,9 +17,13 @@ REPO="$PWD"
 (cd /tmp && python3 -m pytest "$REPO/tests/python" "$REPO/tests/validation" -q -p no:cacheprovider)
 
 # ---- typed Python (issue 12, item 7): generated files up to date, mypy --strict, the typed README tour ----
+# ---- the fitted engine defaults (issue 13): calibration/fit_defaults.py reproduces every committed value ----
+echo "== Engine defaults: refit to the calibration corpus and compare with engine_db"
+python3 calibration/fit_defaults.py --check
+
 echo "== Typed Python: generated files, mypy --strict, the README tour"
 python3 scripts/generate.py --check
-python3 -m mypy --strict python/rooflinepy examples/readme_tour.py
+python3 -m mypy --strict python/rooflinepy examples/readme_tour.py calibration/fit_defaults.py
 (cd /tmp && python3 "$REPO/examples/readme_tour.py")
 
 # ---- notebooks (issue 5): execute every notebooks/*.ipynb top to bottom from a temp dir; any error fails ----

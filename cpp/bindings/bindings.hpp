@@ -27,8 +27,12 @@ void register_estimate(py::module_& m);
 void register_plan(py::module_& m);
 void register_speculative(py::module_& m);
 void register_efficiency_fit(py::module_& m);
+void register_engine_fit(py::module_& m);
 void register_deployment(py::module_& m);
 void register_figures(py::module_& m);
 void register_validation(py::module_& m);
 void register_sweep(py::module_& m);
 void register_names(py::module_& m);
+
+/// A measured point from the dict Python's validation loader builds (register_validation.cpp).
+roofline::ValidationCase validation_case(const py::dict& row, const roofline::Model* model, const roofline::Device* device);

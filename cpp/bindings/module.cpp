@@ -21,6 +21,7 @@ PYBIND11_MODULE(_core, m) {
     register_plan(m);
     register_speculative(m);
     register_efficiency_fit(m);
+    register_engine_fit(m);
     register_deployment(m);
     register_figures(m);
     register_validation(m);

@@ -15,6 +15,10 @@ void register_engine(py::module_& m) {
         .def_readonly("tile_n", &LinearKernel::tile_n)
         .def_readonly("dequant_every_rows", &LinearKernel::dequant_every_rows)
         .def_readonly("dequant_overlapped", &LinearKernel::dequant_overlapped)
+        .def_readonly("efficiency", &LinearKernel::efficiency, "fraction of the unit's achievable peak it reaches")
+        .def_readonly("alu_ops_per_mac", &LinearKernel::alu_ops_per_mac, "ALU operations beside each multiply-add")
+        .def_property_readonly("alu_format", [](const LinearKernel& k) { return std::string(dtype_name(k.alu_format)); })
+        .def_readonly("launches", &LinearKernel::launches, "kernels launched per linear layer")
         .def_property_readonly("source", [](const LinearKernel& k) { return k.provenance.source; })
         .def_property_readonly("uncertain", [](const LinearKernel& k) { return k.provenance.uncertain; });
 
@@ -29,6 +33,11 @@ void register_engine(py::module_& m) {
         .def_property_readonly("all_reduce", [](const EngineBackend& b) { return std::string(all_reduce_name(b.all_reduce)); })
         .def_readonly("collective_step_latency_s", &EngineBackend::collective_step_latency_s)
         .def_readonly("vocab_parallel", &EngineBackend::vocab_parallel)
+        .def_readonly("bandwidth_fraction", &EngineBackend::bandwidth_fraction,
+                      "fraction of the device's achievable bandwidth its streaming kernels reach")
+        .def_readonly("op_kernels", &EngineBackend::op_kernels, "kernels per op where the engine launches other than one")
+        .def_readonly("prefill_ubatch_tokens", &EngineBackend::prefill_ubatch_tokens, "prompt micro-batch (0: whole prompt)")
+        .def_readonly("flash_attention_version", &EngineBackend::flash_attention_version)
         .def_property_readonly(
             "sources",
             [](const EngineBackend& b) {

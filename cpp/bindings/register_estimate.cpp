@@ -59,7 +59,8 @@ void register_estimate(py::module_& m) {
         "estimate",
         [](const Model& model, const Device& device, const std::string& quant, double batch, double prompt_tokens,
            double gen_tokens, const std::string& kv_dtype, bool flash_attention, const std::string& engine,
-           double tensor_parallel, const Model* draft, const std::string& draft_quant, double draft_tokens, double acceptance) {
+           double tensor_parallel, const Model* draft, const std::string& draft_quant, double draft_tokens, double acceptance,
+           double context_tokens, double ubatch_tokens) {
             // a Python int of any size arrives as a double; only whole numbers in the core's range become an int
             check_range("tensor_parallel", tensor_parallel, 1, 1024);
             check_count("tensor_parallel", tensor_parallel);
@@ -76,11 +77,14 @@ void register_estimate(py::module_& m) {
             w.draft_quant = draft_quant;
             w.draft_tokens = draft_tokens;
             w.acceptance = acceptance;
+            w.context_tokens = context_tokens;
+            w.ubatch_tokens = ubatch_tokens;
             py::gil_scoped_release release;
             return estimate(model, device, w);
         },
         py::arg("model"), py::arg("device"), py::arg("quant"), py::arg("batch") = 1.0, py::arg("prompt_tokens") = 512.0,
         py::arg("gen_tokens") = 128.0, py::arg("kv_dtype") = "f16", py::arg("flash_attention") = false,
         py::arg("engine") = "llama.cpp", py::arg("tensor_parallel") = 1, py::arg("draft") = py::none(),
-        py::arg("draft_quant") = "", py::arg("draft_tokens") = 0.0, py::arg("acceptance") = 0.0);
+        py::arg("draft_quant") = "", py::arg("draft_tokens") = 0.0, py::arg("acceptance") = 0.0,
+        py::arg("context_tokens") = 0.0, py::arg("ubatch_tokens") = 0.0);
 }

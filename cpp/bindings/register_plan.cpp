@@ -9,22 +9,25 @@ void register_plan(py::module_& m) {
         m, "EstimatePlan",
         "A model × device × configuration ready to be estimated at any batch, prompt and generated tokens in O(1)")
         .def(py::init([](const Model& model, const Device& device, const std::string& quant, const std::string& kv_dtype,
-                         bool flash_attention, const std::string& engine, double tensor_parallel) {
+                         bool flash_attention, const std::string& engine, double tensor_parallel, double ubatch_tokens) {
                  check_range("tensor_parallel", tensor_parallel, 1, 1024);
                  check_count("tensor_parallel", tensor_parallel);
-                 const PlanConfig config{quant, kv_dtype, flash_attention, engine, static_cast<int>(tensor_parallel)};
+                 check_count("ubatch_tokens", ubatch_tokens);
+                 const PlanConfig config{quant, kv_dtype, flash_attention, engine, static_cast<int>(tensor_parallel), ubatch_tokens};
                  py::gil_scoped_release release;
                  return std::make_shared<EstimatePlan>(model, device, config);
              }),
              py::arg("model"), py::arg("device"), py::arg("quant"), py::arg("kv_dtype") = "f16",
-             py::arg("flash_attention") = false, py::arg("engine") = "llama.cpp", py::arg("tensor_parallel") = 1)
+             py::arg("flash_attention") = false, py::arg("engine") = "llama.cpp", py::arg("tensor_parallel") = 1,
+             py::arg("ubatch_tokens") = 0.0)
         .def(
             "estimate",
-            [](const EstimatePlan& p, double batch, double prompt_tokens, double gen_tokens, bool breakdown) {
+            [](const EstimatePlan& p, double batch, double prompt_tokens, double gen_tokens, bool breakdown, double context) {
                 py::gil_scoped_release release;
-                return p.estimate(batch, prompt_tokens, gen_tokens, breakdown);
+                return p.estimate(batch, prompt_tokens, gen_tokens, breakdown, context);
             },
-            py::arg("batch"), py::arg("prompt_tokens"), py::arg("gen_tokens"), py::arg("breakdown") = true)
+            py::arg("batch"), py::arg("prompt_tokens"), py::arg("gen_tokens"), py::arg("breakdown") = true,
+            py::arg("context_tokens") = 0.0)
         .def_property_readonly("model", &EstimatePlan::model_id)
         .def_property_readonly("device", &EstimatePlan::device_id)
         .def_property_readonly("engine", &EstimatePlan::engine_id)
@@ -33,6 +36,7 @@ void register_plan(py::module_& m) {
         .def_property_readonly("kv_dtype", [](const EstimatePlan& p) { return p.config().kv_dtype; })
         .def_property_readonly("flash_attention", [](const EstimatePlan& p) { return p.config().flash_attention; })
         .def_property_readonly("tensor_parallel", [](const EstimatePlan& p) { return p.config().tensor_parallel; })
+        .def_property_readonly("ubatch_tokens", &EstimatePlan::ubatch_tokens, "the prompt micro-batch in use (0: whole)")
         .def_property_readonly("op_slots", &EstimatePlan::op_slots, "distinct ops of a forward pass")
         .def("__repr__", [](const EstimatePlan& p) {
             return "<EstimatePlan " + p.model_id() + " " + p.config().quant + " on " + p.device_id() + " (" + p.engine_id() + ")>";

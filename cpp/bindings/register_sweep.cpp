@@ -49,6 +49,7 @@ py::dict table_dict(SweepTable&& t) {
     d["kv_dtype"] = column(std::move(t.kv_dtype));
     d["flash_attention"] = column(std::move(t.flash_attention), "bool");
     d["tensor_parallel"] = column(std::move(t.tensor_parallel));
+    d["ubatch_tokens"] = column(std::move(t.ubatch_tokens));
     if (!t.point.empty() || t.rows == 0) d["point"] = column(std::move(t.point));
     d["skipped"] = t.skipped;
     d["plans"] = t.plans;
@@ -66,6 +67,7 @@ py::dict row_dict(const EstimatePlan& plan, const EstimateRow& r) {
     d["kv_dtype"] = plan.config().kv_dtype;
     d["flash_attention"] = plan.config().flash_attention;
     d["tensor_parallel"] = plan.config().tensor_parallel;
+    d["ubatch_tokens"] = plan.ubatch_tokens();
 #define ROOFLINE_X(name, type, unit, meaning) d[#name] = to_py(r.name);
     ROOFLINE_ESTIMATE_FIELDS(ROOFLINE_X)
 #undef ROOFLINE_X
@@ -118,11 +120,14 @@ void register_sweep(py::module_& m) {
            const std::vector<const Device*>& devices, const std::vector<std::string>& engines,
            const std::vector<std::string>& kv_dtypes, const std::vector<int>& flash_attention,
            const std::vector<int>& tensor_parallel, const std::vector<double>& batch, const std::vector<double>& prompt_tokens,
-           const std::vector<double>& gen_tokens, int threads, bool skip_invalid) {
+           const std::vector<double>& gen_tokens, int threads, bool skip_invalid, const std::vector<double>& context_tokens,
+           const std::vector<double>& ubatch_tokens) {
             SweepAxes a = axes_of(models, quants, devices, engines, kv_dtypes, flash_attention, tensor_parallel);
             a.batch = batch;
             a.prompt_tokens = prompt_tokens;
             a.gen_tokens = gen_tokens;
+            a.context_tokens = context_tokens;
+            a.ubatch_tokens = ubatch_tokens;
             SweepTable t;
             {
                 py::gil_scoped_release release;
@@ -133,6 +138,7 @@ void register_sweep(py::module_& m) {
         py::arg("models"), py::arg("quants"), py::arg("devices"), py::arg("engines"), py::arg("kv_dtypes"),
         py::arg("flash_attention"), py::arg("tensor_parallel"), py::arg("batch"), py::arg("prompt_tokens"),
         py::arg("gen_tokens"), py::arg("threads") = 0, py::arg("skip_invalid") = false,
+        py::arg("context_tokens") = std::vector<double>{0.0}, py::arg("ubatch_tokens") = std::vector<double>{0.0},
         "Estimates over the product of the axes, as a dict of column arrays (numpy, not copied) and codes");
 
     m.def(
@@ -149,8 +155,12 @@ void register_sweep(py::module_& m) {
            const py::array_t<std::uint32_t, py::array::c_style | py::array::forcecast>& tp,
            const py::array_t<double, py::array::c_style | py::array::forcecast>& batch,
            const py::array_t<double, py::array::c_style | py::array::forcecast>& prompt_tokens,
-           const py::array_t<double, py::array::c_style | py::array::forcecast>& gen_tokens, int threads, bool skip_invalid) {
-            const SweepAxes a = axes_of(models, quants, devices, engines, kv_dtypes, flash_attention, tensor_parallel);
+           const py::array_t<double, py::array::c_style | py::array::forcecast>& gen_tokens, int threads, bool skip_invalid,
+           const std::vector<double>& ubatch_tokens,
+           const py::array_t<std::uint32_t, py::array::c_style | py::array::forcecast>& ubatch,
+           const py::array_t<double, py::array::c_style | py::array::forcecast>& context_tokens) {
+            SweepAxes a = axes_of(models, quants, devices, engines, kv_dtypes, flash_attention, tensor_parallel);
+            a.ubatch_tokens = ubatch_tokens;
             SweepPoints p;
             p.model = to_vector(model, "model");
             p.quant = to_vector(quant, "quant");
@@ -162,6 +172,8 @@ void register_sweep(py::module_& m) {
             p.batch = to_vector(batch, "batch");
             p.prompt_tokens = to_vector(prompt_tokens, "prompt_tokens");
             p.gen_tokens = to_vector(gen_tokens, "gen_tokens");
+            p.ubatch = to_vector(ubatch, "ubatch");
+            p.context_tokens = to_vector(context_tokens, "context_tokens");
             SweepTable t;
             {
                 py::gil_scoped_release release;
@@ -173,6 +185,8 @@ void register_sweep(py::module_& m) {
         py::arg("flash_attention"), py::arg("tensor_parallel"), py::arg("model"), py::arg("quant"), py::arg("device"),
         py::arg("engine"), py::arg("kv_dtype"), py::arg("flash"), py::arg("tp"), py::arg("batch"),
         py::arg("prompt_tokens"), py::arg("gen_tokens"), py::arg("threads") = 0, py::arg("skip_invalid") = false,
+        py::arg("ubatch_tokens") = std::vector<double>{0.0},
+        py::arg("ubatch") = py::array_t<std::uint32_t>(0), py::arg("context_tokens") = py::array_t<double>(0),
         "Estimates of explicit points (indices into the configuration lists), as sweep() returns them");
 
     m.def(

@@ -4,6 +4,32 @@
 
 using namespace roofline;
 
+ValidationCase validation_case(const py::dict& r, const Model* model, const Device* device) {
+    // the keys of a point (Python validation.py): table, source, test, quant, engine, batch, prompt_tokens,
+    // gen_tokens, flash_attention, tensor_parallel, measured_tokens_per_s, tolerance; optional kv_dtype,
+    // context_tokens, ubatch_tokens
+    auto opt = [&](const char* key, double dflt) { return r.contains(key) ? r[key].cast<double>() : dflt; };
+    ValidationCase c;
+    c.table = r["table"].cast<std::string>();
+    c.source = r["source"].cast<std::string>();
+    c.test = r["test"].cast<std::string>();
+    c.model = model;
+    c.device = device;
+    c.workload.quant = r["quant"].cast<std::string>();
+    c.workload.engine = r["engine"].cast<std::string>();
+    c.workload.batch = r["batch"].cast<double>();
+    c.workload.prompt_tokens = r["prompt_tokens"].cast<double>();
+    c.workload.gen_tokens = r["gen_tokens"].cast<double>();
+    c.workload.flash_attention = r["flash_attention"].cast<bool>();
+    c.workload.tensor_parallel = r["tensor_parallel"].cast<int>();
+    if (r.contains("kv_dtype")) c.workload.kv_dtype = r["kv_dtype"].cast<std::string>();
+    c.workload.context_tokens = opt("context_tokens", 0);
+    c.workload.ubatch_tokens = opt("ubatch_tokens", 0);
+    c.measured_tokens_per_s = r["measured_tokens_per_s"].cast<double>();
+    c.tolerance = opt("tolerance", 0);
+    return c;
+}
+
 void register_validation(py::module_& m) {
     m.def(
         "validate",
@@ -12,25 +38,7 @@ void register_validation(py::module_& m) {
             if (rows.size() != models.size() || rows.size() != devices.size())
                 throw InvalidArgument("validate: one model and one device per row are needed");
             std::vector<ValidationCase> cases;
-            for (std::size_t i = 0; i < rows.size(); ++i) {
-                const py::dict& r = rows[i];
-                ValidationCase c;
-                c.table = r["table"].cast<std::string>();
-                c.source = r["source"].cast<std::string>();
-                c.test = r["test"].cast<std::string>();
-                c.model = models[i];
-                c.device = devices[i];
-                c.workload.quant = r["quant"].cast<std::string>();
-                c.workload.engine = r["engine"].cast<std::string>();
-                c.workload.batch = r["batch"].cast<double>();
-                c.workload.prompt_tokens = r["prompt_tokens"].cast<double>();
-                c.workload.gen_tokens = r["gen_tokens"].cast<double>();
-                c.workload.flash_attention = r["flash_attention"].cast<bool>();
-                c.workload.tensor_parallel = r["tensor_parallel"].cast<int>();
-                c.measured_tokens_per_s = r["measured_tokens_per_s"].cast<double>();
-                c.tolerance = r["tolerance"].cast<double>();
-                cases.push_back(c);
-            }
+            for (std::size_t i = 0; i < rows.size(); ++i) cases.push_back(validation_case(rows[i], models[i], devices[i]));
             std::vector<ValidationResult> res;
             {
                 py::gil_scoped_release release;

@@ -65,14 +65,19 @@ namespace {
 // The format arithmetic is carried out in when a device has no units for `d`; d itself at the end of the chain.
 DType widened(DType d) {
     switch (d) {
-        case DType::fp4: return DType::fp8_e4m3;
-        case DType::fp8_e4m3:
-        case DType::fp8_e5m2: return DType::fp16;
-        case DType::int4: return DType::int8;
-        case DType::int8: return DType::fp16;
+        // representations a device without their units computes in a wider format without changing the result's
+        // meaning: bf16 / fp16 / tf32 arithmetic at the fp32 rate (Apple M1-M3 bf16, CPUs' fp16), integer ALU work
+        // on the fp32 lanes. Low-precision formats (fp8, fp4, int8, int4) are never widened: a device without their
+        // units cannot run a kernel written for them (Device::execution_peak's error names what it has).
         case DType::fp16:
         case DType::bf16:
         case DType::tf32: return DType::fp32;
+        case DType::int32: return DType::fp32;
+        case DType::fp4:
+        case DType::fp8_e4m3:
+        case DType::fp8_e5m2:
+        case DType::int4:
+        case DType::int8:
         case DType::fp32:
         case DType::fp64: return d;
     }

@@ -1,10 +1,13 @@
 #include "roofline/engine.hpp"
 
+#include "roofline/quant.hpp"
+
 #include "json_reader.hpp"
 #include "roofline/data.hpp"
 #include "roofline/errors.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <iterator>
 #include <mutex>
@@ -15,9 +18,39 @@ using detail::JsonObject;
 
 std::string_view all_reduce_name(AllReduce a) { return a == AllReduce::ring ? "ring" : "one-shot"; }
 
+const std::vector<std::string>& EngineBackend::op_kernel_names() {
+    static const std::vector<std::string> names = {
+        "embedding", "rope", "kv_append", "attention_standard", "attention_flash", "decode_attention_standard",
+        "decode_attention_flash", "residual_add", "ffn_act", "moe_topk", "moe_combine"};
+    return names;
+}
+
 const std::vector<std::string>& backend_names() {
     static const std::vector<std::string> names = {"any", "cuda", "rocm", "metal", "vulkan", "cpu"};
     return names;
+}
+
+bool Engine::runs(const Format& weight) const {
+    if (weight_formats.empty()) return true;
+    const std::string format = to_lower(weight.name);
+    for (const auto& w : weight_formats) {
+        if (w == format) return true;
+        if (w == "ggml" && is_ggml_type_name(weight.name)) return true;
+        if (w == "float" && weight.dequant_flops_per_element == 0) return true;
+        if (w == "quantized" && weight.dequant_flops_per_element > 0) return true;
+    }
+    return false;
+}
+
+void Engine::check_runs(const Format& weight, std::string_view quant) const {
+    if (runs(weight)) return;
+    std::string list;
+    for (const auto& w : weight_formats)
+        list += (list.empty() ? "" : ", ") + (w == "ggml" ? std::string("GGML tensor types (F32, F16, BF16, Q4_0 ... Q8_0, "
+                                                                       "the K- and IQ-quants, MXFP4) and their mixes") : w);
+    throw InvalidArgument("engine '" + id + "' does not run weights in " + weight.name +
+                          (quant != weight.name ? " (quantization '" + std::string(quant) + "')" : std::string()) +
+                          "; it runs: " + list);
 }
 
 bool LinearKernel::handles(const Format& weight) const {
@@ -99,26 +132,35 @@ LinearKernel parse_kernel(JsonObject& k) {
     if (auto r = k.opt_number("max_rows", 1, 1e15)) x.max_rows = *r;
     x.unit = k.choice("unit", {"vector", "matrix"}) == "vector" ? Unit::vector : Unit::matrix;
     x.compute = to_lower(k.nonempty_string("compute"));
-    if (x.compute != "activation") {
+    if (x.compute != "activation" && x.compute != "weights") {
         try {
             parse_dtype(x.compute);
         } catch (const NotFound& e) {
-            k.fail("compute", std::string("must be 'activation' or a number format: ") + e.what());
+            k.fail("compute", std::string("must be 'activation', 'weights' or a number format: ") + e.what());
         }
     }
     if (auto t = k.opt_number("tile_m", 1, 1e6)) x.tile_m = *t;
     if (auto t = k.opt_number("tile_n", 1, 1e6)) x.tile_n = *t;
     if (auto d = k.opt_number("dequant_every_rows", 0, 1e9)) x.dequant_every_rows = *d;
     x.dequant_overlapped = k.opt_bool("dequant_overlapped", true);
+    if (auto e = k.opt_number("efficiency", 1e-3, 1)) x.efficiency = *e;
+    if (auto a = k.opt_number("alu_ops_per_mac", 0, 1e3)) x.alu_ops_per_mac = *a;
+    if (k.has("alu_format")) x.alu_format = parse_dtype(k.choice("alu_format", {"int32", "fp32", "fp16"}));
+    if (auto l = k.opt_number("launches", 1, 64)) {
+        if (std::floor(*l) != *l) k.fail("launches", "must be a whole number of kernels, got " + std::to_string(*l));
+        x.launches = *l;
+    }
     x.provenance = provenance_of(k);
     k.finish();
     return x;
 }
 
 const std::vector<std::string>& backend_keys() {
-    static const std::vector<std::string> keys = {"kernel_fixed_cost_scale", "activation_format", "linear_kernels",
-                                                  "fused_qkv", "logits_last_token_only", "runtime_overhead_GB",
-                                                  "all_reduce", "collective_step_latency_us", "vocab_parallel"};
+    static const std::vector<std::string> keys = {
+        "kernel_fixed_cost_scale", "activation_format", "linear_kernels", "fused_qkv", "logits_last_token_only",
+        "runtime_overhead_GB", "all_reduce", "collective_step_latency_us", "vocab_parallel", "bandwidth_fraction",
+        "op_kernels", "prefill_ubatch_tokens", "flash_attention_version", "attention_score_bytes",
+        "prediction_interval"};
     return keys;
 }
 
@@ -156,6 +198,65 @@ void apply_backend(EngineBackend& b, JsonObject o, const nlohmann::json& raw) {
     if (o.has("collective_step_latency_us"))
         b.collective_step_latency_s = number_value(o, "collective_step_latency_us", b, 0, 1e6) * 1e-6;
     if (o.has("vocab_parallel")) b.vocab_parallel = flag_value(o, "vocab_parallel", b);
+    if (o.has("bandwidth_fraction")) b.bandwidth_fraction = number_value(o, "bandwidth_fraction", b, 1e-3, 1.5);
+    if (o.has("op_kernels")) {
+        JsonObject p = o.object("op_kernels");
+        const auto& v = p.raw("value");
+        if (!v.is_object()) p.fail("value", "must map op names to kernel counts, got " + v.dump());
+        b.op_kernels.clear();
+        for (auto it = v.begin(); it != v.end(); ++it) {
+            const auto& names = EngineBackend::op_kernel_names();
+            if (std::find(names.begin(), names.end(), it.key()) == names.end())
+                p.fail("value." + it.key(), "is not an op; " + unknown_name_message("op", it.key(), names));
+            if (!it->is_number() || !(it->get<double>() >= 0) || it->get<double>() > 64 ||
+                std::floor(it->get<double>()) != it->get<double>())
+                p.fail("value." + it.key(), "must be a whole number of kernels within [0, 64], got " + it->dump());
+            b.op_kernels[it.key()] = it->get<double>();
+        }
+        b.sources["op_kernels"] = provenance_of(p);
+        p.finish();
+    }
+    if (o.has("prefill_ubatch_tokens")) b.prefill_ubatch_tokens = number_value(o, "prefill_ubatch_tokens", b, 0, 1 << 24);
+    if (o.has("flash_attention_version")) {
+        const double v = number_value(o, "flash_attention_version", b, 1, 3);
+        if (std::floor(v) != v) o.fail("flash_attention_version", "must be 1, 2 or 3");
+        b.flash_attention_version = static_cast<int>(v);
+    }
+    if (o.has("attention_score_bytes")) b.attention_score_bytes = number_value(o, "attention_score_bytes", b, 0, 64);
+    if (o.has("prediction_interval")) {
+        JsonObject p = o.object("prediction_interval");
+        const auto& raw_value = p.raw("value");
+        if (!raw_value.is_object()) p.fail("value", "must be an object {coverage, decode, prefill, device_families, weight_formats, widen}");
+        JsonObject v(raw_value, p.field("value"), p.origin());
+        PredictionInterval x;
+        auto strings = [&](const char* key) {
+            std::vector<std::string> out;
+            for (const auto& s : v.array(key, true)) {
+                if (!s.is_string() || s.get<std::string>().empty()) v.fail(key, "must list non-empty names, got " + s.dump());
+                out.push_back(s.get<std::string>());
+            }
+            return out;
+        };
+        x.coverage = v.number("coverage", 0.01, 0.999);
+        auto pair = [&](const char* phase, double& lo, double& hi) {
+            const auto& a = v.raw(phase);
+            if (!a.is_array() || a.size() != 2 || !a[0].is_number() || !a[1].is_number())
+                v.fail(phase, "must be [lo, hi], the ratios measured / predicted, got " + a.dump());
+            lo = a[0].get<double>();
+            hi = a[1].get<double>();
+            if (!(lo > 0) || !(lo <= 1) || !(hi >= 1) || !std::isfinite(hi))
+                v.fail(phase, "must be [lo, hi] with 0 < lo <= 1 <= hi, got " + a.dump());
+        };
+        pair("decode", x.decode_lo, x.decode_hi);
+        pair("prefill", x.prefill_lo, x.prefill_hi);
+        x.device_families = strings("device_families");
+        x.weight_formats = strings("weight_formats");
+        x.widen = v.number("widen", 1, 10);
+        v.finish();
+        b.interval = x;
+        b.sources["prediction_interval"] = provenance_of(p);
+        p.finish();
+    }
     o.finish();
 }
 
@@ -199,6 +300,21 @@ Engine parse_engine(std::string_view json_text, std::string_view origin, const s
         }
         e.native_backend_provenance = provenance_of(*nb);
         nb->finish();
+    }
+    if (base) {
+        e.weight_formats = base->weight_formats;
+        e.weight_formats_provenance = base->weight_formats_provenance;
+    }
+    if (auto wf = o.opt_object("weight_formats")) {
+        e.weight_formats.clear();
+        for (const auto& s : wf->array("value", true)) {
+            if (!s.is_string() || s.get<std::string>().empty())
+                wf->fail("value", "must list weight formats ('ggml', 'float', 'quantized' or format names), got " + s.dump());
+            e.weight_formats.push_back(to_lower(s.get<std::string>()));
+        }
+        if (e.weight_formats.empty()) wf->fail("value", "must list at least one weight format");
+        e.weight_formats_provenance = provenance_of(*wf);
+        wf->finish();
     }
     JsonObject backends = o.object("backends");
     std::vector<std::string> described;
@@ -283,6 +399,12 @@ std::string Engine::to_json(int indent) const {
             }
             if (k.dequant_every_rows > 0) kj["dequant_every_rows"] = k.dequant_every_rows;
             kj["dequant_overlapped"] = k.dequant_overlapped;
+            if (k.efficiency != 1) kj["efficiency"] = k.efficiency;
+            if (k.alu_ops_per_mac > 0) {
+                kj["alu_ops_per_mac"] = k.alu_ops_per_mac;
+                kj["alu_format"] = std::string(dtype_name(k.alu_format));
+            }
+            if (k.launches != 1) kj["launches"] = k.launches;
             kj["source"] = k.provenance.source;
             if (!k.provenance.uncertain.empty()) kj["uncertain"] = k.provenance.uncertain;
             ks.push_back(kj);
@@ -294,11 +416,26 @@ std::string Engine::to_json(int indent) const {
         x["all_reduce"] = prop(b, "all_reduce", std::string(all_reduce_name(b.all_reduce)));
         x["collective_step_latency_us"] = prop(b, "collective_step_latency_us", b.collective_step_latency_s * 1e6);
         x["vocab_parallel"] = prop(b, "vocab_parallel", b.vocab_parallel);
+        x["bandwidth_fraction"] = prop(b, "bandwidth_fraction", b.bandwidth_fraction);
+        x["op_kernels"] = prop(b, "op_kernels", b.op_kernels);
+        x["prefill_ubatch_tokens"] = prop(b, "prefill_ubatch_tokens", b.prefill_ubatch_tokens);
+        x["flash_attention_version"] = prop(b, "flash_attention_version", b.flash_attention_version);
+        x["attention_score_bytes"] = prop(b, "attention_score_bytes", b.attention_score_bytes);
+        const PredictionInterval& pi = b.interval;
+        x["prediction_interval"] = prop(b, "prediction_interval",
+                                        nlohmann::ordered_json{{"coverage", pi.coverage},
+                                                               {"decode", {pi.decode_lo, pi.decode_hi}},
+                                                               {"prefill", {pi.prefill_lo, pi.prefill_hi}},
+                                                               {"device_families", pi.device_families},
+                                                               {"weight_formats", pi.weight_formats},
+                                                               {"widen", pi.widen}});
         bs[b.backend] = x;
     }
     j["backends"] = bs;
     if (!native_backend.empty())
         j["native_backend"] = {{"value", native_backend}, {"source", native_backend_provenance.source}};
+    if (!weight_formats.empty())
+        j["weight_formats"] = {{"value", weight_formats}, {"source", weight_formats_provenance.source}};
     return j.dump(indent);
 }
 
@@ -358,6 +495,10 @@ const Engine& EngineDB::get(std::string_view id_or_alias) const {
 std::vector<std::string> EngineDB::ids() const {
     std::vector<std::string> out;
     for (const auto& e : engines_) out.push_back(e.id);
+    // llama.cpp first (the default engine), the others by id
+    std::sort(out.begin(), out.end(), [](const std::string& a, const std::string& b) {
+        return (a == "llama.cpp") != (b == "llama.cpp") ? a == "llama.cpp" : a < b;
+    });
     return out;
 }
 

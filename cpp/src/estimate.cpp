@@ -21,7 +21,8 @@ const std::vector<FieldInfo>& estimate_fields() {
 }
 
 Estimate estimate(const Model& model, const Device& device, const Workload& w) {
-    EstimatePlan::check_point(w.batch, w.prompt_tokens, w.gen_tokens);
+    EstimatePlan::check_point(w.batch, w.prompt_tokens, w.gen_tokens, w.context_tokens);
+    check_count("ubatch_tokens", w.ubatch_tokens);
     if (w.tensor_parallel < 1 || w.tensor_parallel > 1024)
         throw InvalidArgument("tensor_parallel must be within [1, 1024], got " + std::to_string(w.tensor_parallel));
     if (w.draft) {  // checked before any plan is built
@@ -31,11 +32,11 @@ Estimate estimate(const Model& model, const Device& device, const Workload& w) {
                                   std::to_string(w.draft_tokens));
         check_range("acceptance", w.acceptance, 0.0, 1.0);
     }
-    const EstimatePlan plan(model, device, PlanConfig{w.quant, w.kv_dtype, w.flash_attention, w.engine, w.tensor_parallel});
-    Estimate e = plan.estimate(w.batch, w.prompt_tokens, w.gen_tokens, true);
+    const EstimatePlan plan(model, device, PlanConfig::of(w));
+    Estimate e = plan.estimate(w.batch, w.prompt_tokens, w.gen_tokens, true, w.context_tokens);
     if (w.draft && w.gen_tokens > 0) {
         const EstimatePlan draft(*w.draft, device, PlanConfig{w.draft_quant.empty() ? w.quant : w.draft_quant, w.kv_dtype,
-                                                              w.flash_attention, w.engine, 1});
+                                                              w.flash_attention, w.engine, 1, w.ubatch_tokens});
         apply_speculative(e, plan, draft, w.draft_tokens, w.acceptance);
     }
     return e;

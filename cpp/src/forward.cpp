@@ -73,11 +73,17 @@ struct SlotBuilder {
             LinearPath p;
             p.max_rows = k.max_rows;
             p.unit = k.unit;
-            p.compute = k.compute == "activation" ? opt.activation.compute : parse_dtype(k.compute);
+            p.compute = k.compute == "activation" ? opt.activation.compute
+                        : k.compute == "weights"  ? f.compute
+                                                  : parse_dtype(k.compute);
             p.tile_m = k.tile_m;
             p.tile_n = k.tile_n;
             p.dequant_every_rows = k.dequant_every_rows;
             p.dequant_overlapped = k.dequant_overlapped;
+            p.efficiency = k.efficiency;
+            p.alu_ops_per_mac = k.alu_ops_per_mac;
+            p.alu_format = k.alu_format;
+            p.launches = k.launches;
             out.push_back(p);
         }
         paths_by_format.emplace_back(f.name, std::move(out));
@@ -311,7 +317,10 @@ OpCost linear_gemm(const OpSlot& s, const PhaseOptions& options, double rows, co
     // activations in the engine's format, their multiply-adds in the kernel's compute format
     Format act = options.activation;
     act.compute = p.compute;
-    return ops::gemm(rows, s.n, s.k, act, s.format, options.activation, ops::GemmOptions{p.unit, 0, 1, p.dequant_overlapped});
+    OpCost op = ops::gemm(rows, s.n, s.k, act, s.format, options.activation, ops::GemmOptions{p.unit, 0, 1, p.dequant_overlapped});
+    if (p.alu_ops_per_mac > 0) op.add_flops(Unit::vector, p.alu_format, p.alu_ops_per_mac * rows * s.n * s.k);
+    op.launches *= p.launches;
+    return op;
 }
 
 OpCost linear_dequant_pass(const OpSlot& s, const LinearPath& p) {
@@ -322,7 +331,7 @@ OpCost linear_dequant_pass(const OpSlot& s, const LinearPath& p) {
 
 double linear_utilization(const OpSlot& s, const PhaseOptions& options, double rows, const LinearPath& p) {
     if (p.unit != Unit::matrix) return 1.0;
-    return ops::gemm_utilization(rows, s.n, p.tile_m, p.tile_n, options.compute_units);
+    return ops::gemm_utilization(rows, s.n, p.tile_m, p.tile_n, options.compute_units) * p.efficiency;
 }
 
 PhaseOptions phase_options(const EngineBackend& e, std::string_view engine_id, const Format& kv, bool flash, int tp) {
@@ -336,11 +345,14 @@ PhaseOptions phase_options(const EngineBackend& e, std::string_view engine_id, c
     o.tensor_parallel = tp;
     o.engine_id = std::string(engine_id);
     o.linear_kernels = e.linear_kernels;
+    o.op_kernels = e.op_kernels;
+    o.flash_attention_version = e.flash_attention_version;
+    o.attention_score_bytes = e.attention_score_bytes;
     return o;
 }
 
 void with_device(PhaseOptions& o, const Device& device) {
-    if (o.attention == ops::AttentionKind::flash) o.flash = ops::flash_tiles(device);
+    if (o.attention == ops::AttentionKind::flash) o.flash = ops::flash_tiles(device, o.flash_attention_version);
     o.compute_units = device.compute_units;
 }
 
@@ -376,13 +388,15 @@ OpCost slot_cost(const OpSlot& s, const PhaseOptions& options, double batch, dou
             const double context = past + tokens;
             if (tokens == 1) {
                 const double c = s.window > 0 ? std::min(context, s.window) : context;
-                op = ops::decode_attention(batch, s.heads, s.kv_heads, c, s.head_dim, act, options.kv, options.attention);
+                op = ops::decode_attention(batch, s.heads, s.kv_heads, c, s.head_dim, act, options.kv, options.attention,
+                                           options.attention_score_bytes);
             } else {
                 const double kv_len = s.window > 0 ? std::min(context, s.window + tokens - 1) : context;
                 // K and V of every position (the past and the new ones just appended) read from the cache in its
                 // format, once per KV head
                 ops::AttentionShape shape{batch, s.heads, tokens, kv_len, s.head_dim, true, s.kv_heads};
-                op = ops::attention(shape, act, options.attention, false, options.flash, &options.kv);
+                op = ops::attention(shape, act, options.attention, false, options.flash, &options.kv,
+                                    options.attention_score_bytes);
             }
             break;
         }
@@ -390,6 +404,12 @@ OpCost slot_cost(const OpSlot& s, const PhaseOptions& options, double batch, dou
             break;
     }
     op.name = s.name;
+    if (!options.op_kernels.empty()) {  // the engine launches another number of kernels for this op
+        std::string key = s.name;
+        if (s.kind == SlotKind::attention)
+            key = std::string(tokens == 1 ? "decode_attention_" : "attention_") + std::string(ops::attention_kind_name(options.attention));
+        if (const auto it = options.op_kernels.find(key); it != options.op_kernels.end()) op.launches = it->second;
+    }
     return op;
 }
 

@@ -254,7 +254,7 @@ const std::vector<std::string>& phase_bound_names() {
     return names;
 }
 
-void EstimatePlan::check_point(double batch, double prompt, double gen) {
+void EstimatePlan::check_point(double batch, double prompt, double gen, double context) {
     // Upper bounds far beyond any deployment, low enough that the ops of any catalogued model stay within
     // kMaxOpCount and the estimate's searches stay bounded.
     constexpr double kMaxBatch = 1 << 20, kMaxTokens = 1 << 30;
@@ -263,10 +263,11 @@ void EstimatePlan::check_point(double batch, double prompt, double gen) {
     if (batch > kMaxBatch) throw InvalidArgument("batch must be within [1, 1048576 = 2^20], got " + std::to_string(batch));
     check_count("prompt_tokens", prompt);
     check_count("gen_tokens", gen);
+    check_count("context_tokens", context);
     if (prompt + gen < 1) throw InvalidArgument("prompt_tokens + gen_tokens must be >= 1 (nothing to estimate), got 0");
-    if (prompt + gen > kMaxTokens)
-        throw InvalidArgument("prompt_tokens + gen_tokens (the context) must be at most 1073741824 = 2^30, got " +
-                              std::to_string(prompt) + " + " + std::to_string(gen));
+    if (context + prompt + gen > kMaxTokens)
+        throw InvalidArgument("context_tokens + prompt_tokens + gen_tokens (the context) must be at most 1073741824 = 2^30, got " +
+                              std::to_string(context) + " + " + std::to_string(prompt) + " + " + std::to_string(gen));
 }
 
 std::shared_ptr<const PlanStructure> make_structure(const Model& model, const PlanConfig& config, const std::string& backend,
@@ -275,7 +276,7 @@ std::shared_ptr<const PlanStructure> make_structure(const Model& model, const Pl
     auto st = std::make_shared<PlanStructure>();
     PlanStructure& s = *st;
     s.config = config;
-    s.engine = engine(config.engine);
+    s.engine = config.engine_object ? config.engine_object : engine(config.engine);
     s.backend = s.engine->backend(backend);
     s.config.engine = s.engine->id;
     s.options = phase_options(s.backend, s.engine->id, parse_kv_format(config.kv_dtype), config.flash_attention,
@@ -289,6 +290,8 @@ std::shared_ptr<const PlanStructure> make_structure(const Model& model, const Pl
         own = estimate_tensor_formats(model, config.quant);
     }
     const std::vector<TensorFormat>& f = formats ? *formats : own;
+    for (std::size_t i = 0; i < f.size(); ++i)  // matrices: norms and biases are stored as the engine likes
+        if (model.tensors[i].shape.size() >= 2) s.engine->check_runs(f[i].format, config.quant);
     s.model_id = model.arch.id;
     s.arch = model.arch;
     s.kv_layout = KvLayout::of(model.arch);
@@ -310,6 +313,9 @@ std::shared_ptr<const PlanStructure> make_structure(const Model& model, const Pl
 std::shared_ptr<const Device> device_for_engine(const Device& device, const EngineBackend& backend) {
     auto d = std::make_shared<Device>(device);
     d->efficiency.launch_overhead_s *= backend.kernel_fixed_cost_scale;
+    // an engine's kernels may reach more of the bandwidth than the device's STREAM-like microbenchmark did, never
+    // more than the datasheet's
+    d->efficiency.dram_bandwidth_fraction = std::min(1.0, d->efficiency.dram_bandwidth_fraction * backend.bandwidth_fraction);
     return d;
 }
 
@@ -320,6 +326,7 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
     const Device& dev = *engine_device;
     options = st.options;
     with_device(options, dev);
+    ubatch = st.config.ubatch_tokens > 0 ? st.config.ubatch_tokens : st.backend.prefill_ubatch_tokens;
     interconnect_Bps = interconnect_for(dev, st.config.tensor_parallel);
     device = std::move(engine_device);
     device_id = dev.id;
@@ -328,6 +335,26 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
     device_weight_bytes = tp > 1 ? (st.weight_bytes - st.replicated_bytes) / tp + st.replicated_bytes : st.weight_bytes;
     dram_bandwidth_Bps = dev.bandwidth(Level::dram);
     capacity_bytes = dev.capacity(Level::dram);
+    for (const OpSlot& s : st.slots) {
+        const double bytes = s.count * s.n * s.k * s.format.bytes_per_element();
+        if (s.kind == SlotKind::linear) step_dense_weight_bytes += bytes;
+        if (s.kind == SlotKind::moe) step_expert_weights.push_back({s.experts, s.top_k, bytes});
+    }
+    {
+        const PredictionInterval& pi = st.backend.interval;
+        auto covered = [](const std::vector<std::string>& names, const std::string& x) {
+            for (const auto& n : names)
+                if (n == "*" || to_lower(n) == to_lower(x)) return true;
+            return false;
+        };
+        double w = 1;
+        if (!covered(pi.device_families, dev.family)) w *= pi.widen;
+        if (!covered(pi.weight_formats, st.config.quant)) w *= pi.widen;
+        decode_lo = std::pow(pi.decode_lo, w);
+        decode_hi = std::pow(pi.decode_hi, w);
+        prefill_lo = std::pow(pi.prefill_lo, w);
+        prefill_hi = std::pow(pi.prefill_hi, w);
+    }
 
     // Flash attention's tiles must fit the device's SRAM: checked here, not at the first prefill.
     if (options.attention == ops::AttentionKind::flash)
@@ -338,7 +365,7 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
             }
 
     slots.reserve(st.slots.size());
-    std::vector<std::array<double, 4>> group_keys;  // utilization groups: output features, per sequence, tile
+    std::vector<std::array<double, 5>> group_keys;  // utilization groups: output features, per sequence, tile, efficiency
     for (std::size_t k = 0; k < st.slots.size(); ++k) {
         const OpSlot& op = st.slots[k];
         const std::vector<OpCost>& p = st.probes[k];
@@ -375,7 +402,7 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
                     // the utilization group: matrix paths with the same output features, tile and rows
                     std::uint32_t g = 0;
                     if (lp.unit == Unit::matrix) {
-                        const std::array<double, 4> key{op.n, op.per_sequence ? 1.0 : 0.0, lp.tile_m, lp.tile_n};
+                        const std::array<double, 5> key{op.n, op.per_sequence ? 1.0 : 0.0, lp.tile_m, lp.tile_n, lp.efficiency};
                         while (g < group_keys.size() && group_keys[g] != key) ++g;
                         if (g == group_keys.size()) group_keys.push_back(key);
                         groups = static_cast<std::uint32_t>(group_keys.size());
@@ -525,7 +552,7 @@ EstimatePlan::EstimatePlan(std::shared_ptr<const Impl> impl) : impl_(std::move(i
 EstimatePlan::EstimatePlan(const Model& model, const Device& device, const PlanConfig& config,
                            const std::vector<TensorFormat>* formats) {
     check_tensor_parallel(config.tensor_parallel);
-    const std::shared_ptr<const Engine> eng = engine(config.engine);
+    const std::shared_ptr<const Engine> eng = config.engine_object ? config.engine_object : engine(config.engine);
     const EngineBackend& backend = eng->on(device);
     parse_kv_format(config.kv_dtype);
     std::vector<TensorFormat> own;  // an unknown quantization is named before the interconnect
@@ -539,7 +566,7 @@ EstimatePlan::EstimatePlan(const Model& model, const Device& device, const PlanC
 // Evaluation
 
 PhaseSums EstimatePlan::Impl::sum_slots(double batch, double tokens, double past, const std::vector<OpTimes>* attn,
-                                        std::vector<BreakdownRow>* breakdown, const char* phase) const {
+                                        std::vector<BreakdownRow>* breakdown, const char* phase, SlotParts parts) const {
     Acc acc;
     UtilCache cache;
     RowSink sink(breakdown, structure->names.size(), phase);
@@ -547,6 +574,10 @@ PhaseSums EstimatePlan::Impl::sum_slots(double batch, double tokens, double past
     OpTimes t;
     for (const PlanSlot& s : slots) {
         double util = 1;
+        if ((s.op->kind == SlotKind::attention) == (parts == SlotParts::static_only) && parts != SlotParts::all) {
+            if (s.op->kind == SlotKind::attention) ++a;
+            continue;
+        }
         if (s.op->kind == SlotKind::attention) {
             if (tokens == 1) {
                 const double context = past + 1;
@@ -572,22 +603,68 @@ PhaseSums EstimatePlan::Impl::sum_slots(double batch, double tokens, double past
             sink.add(s.name, structure->names, s.op->count, s.op->count * t.flops, s.op->count * t.bytes,
                      s.op->count * t.derated.total(util), [&] { return op_bound(t, util, s.op->kind == SlotKind::all_reduce); });
     }
-    add_envelope(acc, envelope[0], batch * tokens);
-    add_envelope(acc, envelope[1], batch);
+    if (parts != SlotParts::attention_only) {
+        add_envelope(acc, envelope[0], batch * tokens);
+        add_envelope(acc, envelope[1], batch);
+    }
     return acc.p;
 }
 
-std::vector<OpTimes> EstimatePlan::Impl::prefill_attention(double prompt) const {
-    std::vector<OpTimes> out;
-    if (prompt <= 1) return out;  // one token: decode attention, affine in the batch
-    out.reserve(attention.size());
-    for (std::size_t i : attention) out.push_back(times_of(slot_cost(*slots[i].op, options, 1, prompt, 0), *device));
-    return out;
+PrefillChunks EstimatePlan::Impl::prefill_attention(double prompt, double past) const {
+    PrefillChunks c;
+    c.prompt = prompt;
+    c.past = past;
+    const double u = ubatch > 0 ? ubatch : prompt;
+    for (double done = 0; done < prompt; done += u) {
+        const double tokens = std::min(u, prompt - done);
+        c.tokens.push_back(tokens);
+        c.past_of.push_back(past + done);
+        std::vector<OpTimes> times;
+        if (tokens > 1)  // one token: decode attention, affine in the batch
+            for (std::size_t i : attention) times.push_back(times_of(slot_cost(*slots[i].op, options, 1, tokens, past + done), *device));
+        c.attention.push_back(std::move(times));
+    }
+    return c;
 }
 
-PhaseSums EstimatePlan::Impl::prefill(double batch, double prompt, const std::vector<OpTimes>& attn,
-                                      std::vector<BreakdownRow>* breakdown) const {
-    return sum_slots(batch, prompt, 0, prompt > 1 ? &attn : nullptr, breakdown, "prefill");
+namespace {
+// Breakdown rows of one phase merged by op name into `into` (rows of several micro-batches).
+void merge_rows(std::vector<BreakdownRow>& into, const std::vector<BreakdownRow>& rows) {
+    for (const BreakdownRow& r : rows) {
+        auto it = std::find_if(into.begin(), into.end(), [&](const BreakdownRow& x) { return x.phase == r.phase && x.op == r.op; });
+        if (it == into.end()) {
+            into.push_back(r);
+            continue;
+        }
+        it->count += r.count;
+        it->flops += r.flops;
+        it->bytes += r.bytes;
+        it->seconds += r.seconds;
+    }
+}
+}  // namespace
+
+PhaseSums EstimatePlan::Impl::prefill(double batch, const PrefillChunks& c, std::vector<BreakdownRow>* breakdown) const {
+    const std::size_t n = c.tokens.size();
+    auto attention_of = [&](std::size_t i) { return c.tokens[i] > 1 ? &c.attention[i] : nullptr; };
+    if (n == 1) return sum_slots(batch, c.tokens[0], c.past_of[0], attention_of(0), breakdown, "prefill");
+    PhaseSums total;
+    if (breakdown) {  // every micro-batch in full, its rows merged by op
+        for (std::size_t i = 0; i < n; ++i) {
+            std::vector<BreakdownRow> rows;
+            add_sums(total, 1, sum_slots(batch, c.tokens[i], c.past_of[i], attention_of(i), &rows, "prefill"));
+            merge_rows(*breakdown, rows);
+        }
+        return total;
+    }
+    // the static slots depend on the micro-batch's size alone: once for the full ones, once for the last
+    const double full = c.tokens[0];
+    const double n_full = static_cast<double>(std::count(c.tokens.begin(), c.tokens.end(), full));
+    add_sums(total, n_full, sum_slots(batch, full, 0, nullptr, nullptr, "prefill", SlotParts::static_only));
+    if (c.tokens.back() != full) add_sums(total, 1, sum_slots(batch, c.tokens.back(), 0, nullptr, nullptr, "prefill", SlotParts::static_only));
+    for (std::size_t i = 0; i < n; ++i)
+        add_sums(total, 1, sum_slots(batch, c.tokens[i], c.past_of[i], attention_of(i), nullptr, "prefill", SlotParts::attention_only));
+    return total;
 }
 
 PhaseSums EstimatePlan::Impl::decode_step(double batch) const {
@@ -643,16 +720,17 @@ PhaseSums EstimatePlan::Impl::phase(double batch, double tokens, double past) co
     return sum_slots(batch, tokens, past, nullptr, nullptr, "phase");
 }
 
-MemoryUse EstimatePlan::Impl::memory(double batch, double prompt, double gen) const {
+MemoryUse EstimatePlan::Impl::memory(double batch, double prompt, double gen, double context) const {
     const Architecture& a = structure->arch;
     const double tp = options.tensor_parallel;
     MemoryUse m;
     m.weights = device_weight_bytes;
-    m.kv_cache = batch * structure->kv_layout.token_layers(prompt + gen) * kv_token_layer_bytes;
-    const double rows = batch * std::max(1.0, prompt);
+    m.kv_cache = batch * structure->kv_layout.token_layers(context + prompt + gen) * kv_token_layer_bytes;
+    const double step = ubatch > 0 ? std::min(prompt, ubatch) : prompt;  // the tokens of the largest micro-batch
+    const double rows = batch * std::max(1.0, step);
     double act = rows * (2 * a.hidden + widest / tp) * act_bytes;
-    if (options.attention == ops::AttentionKind::standard && prompt > 1)
-        act += batch * (a.n_head / tp) * prompt * prompt * act_bytes * 2;  // S and P
+    if (options.attention == ops::AttentionKind::standard && step > 1)  // S and P of a micro-batch over its context
+        act += batch * (a.n_head / tp) * step * (context + prompt) * act_bytes * 2;
     act += (options.logits_last_token_only ? batch : rows) * a.vocab * 4.0;  // f32 logits
     m.activations = act;
     m.overhead = structure->backend.runtime_overhead_bytes;
@@ -662,8 +740,8 @@ MemoryUse EstimatePlan::Impl::memory(double batch, double prompt, double gen) co
     return m;
 }
 
-double EstimatePlan::Impl::max_batch(double prompt, double gen) const {
-    const double m1 = memory(1, prompt, gen).total, m2 = memory(2, prompt, gen).total;
+double EstimatePlan::Impl::max_batch(double prompt, double gen, double context) const {
+    const double m1 = memory(1, prompt, gen, context).total, m2 = memory(2, prompt, gen, context).total;
     const double per_seq = m2 - m1, fixed = m1 - per_seq;
     return per_seq > 0 ? std::max(0.0, std::floor((capacity_bytes - fixed) / per_seq)) : 0;
 }
@@ -678,9 +756,9 @@ double EstimatePlan::Impl::max_context(double batch) const {
     return lo;
 }
 
-double EstimatePlan::Impl::compute_bound_batch(double prompt, double gen) const {
+double EstimatePlan::Impl::compute_bound_batch(double prompt, double gen, double context) const {
     // a decode step at the mean context, ideal roofline: compute-bound when Σ compute >= Σ DRAM time
-    const double mid = std::max(1.0, std::floor(prompt + (gen + 1) / 2));
+    const double mid = std::max(1.0, std::floor(context + prompt + (gen + 1) / 2));
     double per_seq = 0;  // attention, per sequence at this context
     for (const auto& [w, a0, a1] : cb_attention) per_seq += a0 + (w > 0 ? std::min(mid, w) : mid) * a1;
     auto compute_bound = [&](double b) {
@@ -704,8 +782,8 @@ double EstimatePlan::Impl::compute_bound_batch(double prompt, double gen) const 
     return hi;
 }
 
-EstimateRow EstimatePlan::Impl::assemble(double batch, double prompt, double gen, const PhaseSums& pre, const PhaseSums& dec,
-                                         double max_ctx, double cb_batch, double max_b) const {
+EstimateRow EstimatePlan::Impl::assemble(double batch, double prompt, double gen, double context, const PhaseSums& pre,
+                                         const PhaseSums& dec, double max_ctx, double cb_batch, double max_b) const {
     const PlanStructure& st = *structure;
     EstimateRow r;
     r.parameters = st.parameters;
@@ -714,9 +792,12 @@ EstimateRow EstimatePlan::Impl::assemble(double batch, double prompt, double gen
     r.batch = batch;
     r.prompt_tokens = prompt;
     r.gen_tokens = gen;
+    r.context_tokens = context;
     if (prompt > 0) {
         r.prefill_s = pre.seconds;
         r.prefill_tokens_per_s = batch * prompt / pre.seconds;
+        r.prefill_tokens_per_s_lo = r.prefill_tokens_per_s * prefill_lo;
+        r.prefill_tokens_per_s_hi = r.prefill_tokens_per_s * prefill_hi;
         r.ceiling_prefill = batch * prompt / pre.ideal_seconds;
         r.prefill_bound = phase_bound(pre.derated);
     }
@@ -724,17 +805,20 @@ EstimateRow EstimatePlan::Impl::assemble(double batch, double prompt, double gen
         r.decode_s = dec.seconds;
         r.tpot_s = dec.seconds / gen;
         r.decode_tokens_per_s = gen / dec.seconds;
+        r.decode_tokens_per_s_lo = r.decode_tokens_per_s * decode_lo;
+        r.decode_tokens_per_s_hi = r.decode_tokens_per_s * decode_hi;
         r.decode_tokens_per_s_total = batch * gen / dec.seconds;
         r.ceiling_decode = gen / dec.ideal_seconds;
         r.ceiling_decode_total = r.ceiling_decode * batch;
         r.decode_bound = phase_bound(dec.derated);
         r.decode_intensity = dec.bytes > 0 ? dec.flops / dec.bytes : 0;
     }
-    r.ceiling_decode_weights = device_weight_bytes > 0 ? dram_bandwidth_Bps / device_weight_bytes : 0.0;
+    const double step_weights = weights_read_per_step(batch);
+    r.ceiling_decode_weights = step_weights > 0 ? dram_bandwidth_Bps / step_weights : 0.0;
     r.ttft_s = r.prefill_s;
     if (prompt == 0 && gen > 0) r.ttft_s = r.decode_s / gen;
     r.total_s = r.prefill_s + r.decode_s;
-    const MemoryUse m = memory(batch, prompt, gen);
+    const MemoryUse m = memory(batch, prompt, gen, context);
     r.fits = m.fits;
     r.memory_weights = m.weights;
     r.memory_kv_cache = m.kv_cache;
@@ -748,35 +832,45 @@ EstimateRow EstimatePlan::Impl::assemble(double batch, double prompt, double gen
     return r;
 }
 
-std::vector<OpTimes> EstimatePlan::Impl::cached_prefill_attention(double prompt) const {
-    if (prompt <= 1) return {};
+double EstimatePlan::Impl::weights_read_per_step(double batch) const {
+    double b = step_dense_weight_bytes;
+    for (const auto& [experts, top_k, bytes] : step_expert_weights)
+        b += bytes * ops::expected_active_experts(experts, top_k, batch);  // bytes: one expert's, × count
+    return b;
+}
+
+PrefillChunks EstimatePlan::Impl::cached_prefill_attention(double prompt, double past) const {
     AttentionCache& c = *attention_cache;
     {
         const std::lock_guard<std::mutex> lock(c.mutex);
-        for (std::size_t i = 0; i < c.prompt.size(); ++i)
-            if (c.prompt[i] == prompt) return c.attention[i];
+        for (const PrefillChunks& x : c.chunks)
+            if (x.prompt == prompt && x.past == past) return x;
     }
-    std::vector<OpTimes> a = prefill_attention(prompt);
+    PrefillChunks a = prefill_attention(prompt, past);
     const std::lock_guard<std::mutex> lock(c.mutex);
-    c.prompt[c.next] = prompt;
-    c.attention[c.next] = a;
-    c.next = (c.next + 1) % c.prompt.size();
+    c.chunks[c.next] = a;
+    c.next = (c.next + 1) % c.chunks.size();
     return a;
 }
 
 EstimateRow EstimatePlan::evaluate(double batch, double prompt, double gen, std::vector<BreakdownRow>* breakdown) const {
-    check_point(batch, prompt, gen);
-    const Impl& p = *impl_;
-    PhaseSums pre, dec;
-    if (prompt > 0) pre = p.prefill(batch, prompt, p.cached_prefill_attention(prompt), breakdown);
-    if (gen > 0) dec = p.decode(batch, prompt, gen, p.decode_step(batch), breakdown);
-    return p.assemble(batch, prompt, gen, pre, dec, p.max_context(batch), p.compute_bound_batch(prompt, gen),
-                      p.max_batch(prompt, gen));
+    return evaluate(batch, prompt, gen, 0, breakdown);
 }
 
-Estimate EstimatePlan::estimate(double batch, double prompt, double gen, bool breakdown) const {
+EstimateRow EstimatePlan::evaluate(double batch, double prompt, double gen, double context,
+                                   std::vector<BreakdownRow>* breakdown) const {
+    check_point(batch, prompt, gen, context);
+    const Impl& p = *impl_;
+    PhaseSums pre, dec;
+    if (prompt > 0) pre = p.prefill(batch, p.cached_prefill_attention(prompt, context), breakdown);
+    if (gen > 0) dec = p.decode(batch, context + prompt, gen, p.decode_step(batch), breakdown);
+    return p.assemble(batch, prompt, gen, context, pre, dec, p.max_context(batch), p.compute_bound_batch(prompt, gen, context),
+                      p.max_batch(prompt, gen, context));
+}
+
+Estimate EstimatePlan::estimate(double batch, double prompt, double gen, bool breakdown, double context) const {
     Estimate e;
-    static_cast<EstimateRow&>(e) = evaluate(batch, prompt, gen, breakdown ? &e.breakdown : nullptr);
+    static_cast<EstimateRow&>(e) = evaluate(batch, prompt, gen, context, breakdown ? &e.breakdown : nullptr);
     const PlanConfig& c = config();
     e.model = model_id();
     e.quant = c.quant;
@@ -785,14 +879,20 @@ Estimate EstimatePlan::estimate(double batch, double prompt, double gen, bool br
     e.kv_dtype = c.kv_dtype;
     e.flash_attention = c.flash_attention;
     e.tensor_parallel = c.tensor_parallel;
+    e.ubatch_tokens = impl_->ubatch;
     return e;
 }
 
 PhaseSums EstimatePlan::phase(double batch, double tokens, double past) const { return impl_->phase(batch, tokens, past); }
-MemoryUse EstimatePlan::memory(double batch, double prompt, double gen) const { return impl_->memory(batch, prompt, gen); }
-double EstimatePlan::max_batch(double prompt, double gen) const { return impl_->max_batch(prompt, gen); }
+MemoryUse EstimatePlan::memory(double batch, double prompt, double gen, double context) const {
+    return impl_->memory(batch, prompt, gen, context);
+}
+double EstimatePlan::max_batch(double prompt, double gen, double context) const { return impl_->max_batch(prompt, gen, context); }
+double EstimatePlan::ubatch_tokens() const { return impl_->ubatch; }
 double EstimatePlan::max_context(double batch) const { return impl_->max_context(batch); }
-double EstimatePlan::compute_bound_batch(double prompt, double gen) const { return impl_->compute_bound_batch(prompt, gen); }
+double EstimatePlan::compute_bound_batch(double prompt, double gen, double context) const {
+    return impl_->compute_bound_batch(prompt, gen, context);
+}
 
 const std::string& EstimatePlan::model_id() const { return impl_->structure->model_id; }
 const std::string& EstimatePlan::device_id() const { return impl_->device_id; }

@@ -111,7 +111,8 @@ struct PlanStructure {
 /// Validates and builds a structure (the engine's backend named by `backend`).
 std::shared_ptr<const PlanStructure> make_structure(const Model& model, const PlanConfig& config, const std::string& backend,
                                                     const std::vector<TensorFormat>* formats = nullptr);
-/// The device as the plans of an engine backend see it: its fixed cost per kernel × the engine's scale.
+/// The device as an engine's kernels see it: the fixed cost per kernel × kernel_fixed_cost_scale, the achievable
+/// DRAM fraction × bandwidth_fraction (at most 1: the datasheet's bandwidth).
 std::shared_ptr<const Device> device_for_engine(const Device& device, const EngineBackend& backend);
 
 /// An op slot with its times. rows and all_reduce slots: base + rows × per_row. linear slots, per path (kernel):
@@ -147,6 +148,18 @@ struct BalanceGroup {
     std::vector<std::array<double, 3>> coef;  // per path: at 0 rows, per row, per extra dequantization pass
 };
 
+/// The micro-batches a prompt is evaluated in (EngineBackend::prefill_ubatch_tokens or PlanConfig::ubatch_tokens), and
+/// per micro-batch the times of one sequence's attention at each attention slot (empty for a one-token micro-batch:
+/// decode attention, affine in the batch).
+struct PrefillChunks {
+    double prompt = -1, past = -1;              // what they are for
+    std::vector<double> tokens, past_of;        // per micro-batch: new tokens, tokens already cached before it
+    std::vector<std::vector<OpTimes>> attention;
+};
+
+/// Which slots sum_slots adds.
+enum class SlotParts : std::uint8_t { all, static_only, attention_only };
+
 struct EstimatePlan::Impl {
     std::string device_id;
     std::shared_ptr<const PlanStructure> structure;
@@ -155,10 +168,18 @@ struct EstimatePlan::Impl {
     double interconnect_Bps = 0;
     double dram_bandwidth_Bps = 0, capacity_bytes = 0;
     double device_weight_bytes = 0;  // what one rank holds: split weights ÷ ranks + replicated ones
+    // weight bytes one decode step reads on one rank: the dense linear layers', and per MoE slot (experts, top_k,
+    // one expert's bytes × count) for the experts a batch activates
+    double step_dense_weight_bytes = 0;
+    std::vector<std::array<double, 3>> step_expert_weights;
+    double weights_read_per_step(double batch) const;
+    // the prediction interval's ratios for this device and quantization (EngineBackend::interval)
+    double decode_lo = 1, decode_hi = 1, prefill_lo = 1, prefill_hi = 1;
     std::uint32_t groups = 0;
     std::vector<PlanSlot> slots;
     std::vector<std::size_t> attention;  // slot indices of attention slots
     double act_bytes = 0, widest = 0;
+    double ubatch = 0;  // prompt micro-batch in tokens (0: the whole prompt at once)
     double kv_token_layer_bytes = 0;  // one token's K and V in one layer, one rank
     // compute_bound_batch
     double cb_common0 = 0, cb_common1 = 0;
@@ -171,35 +192,35 @@ struct EstimatePlan::Impl {
 
     // The pieces evaluate() assembles; the sweep shares them between points. Each is a pure function of its
     // arguments, so sharing them changes no bit of the result.
-    /// Prefill attention of one sequence of `prompt` tokens, per attention slot (the rest of a prefill scales).
-    std::vector<OpTimes> prefill_attention(double prompt) const;
-    PhaseSums prefill(double batch, double prompt, const std::vector<OpTimes>& attention,
-                      std::vector<BreakdownRow>* breakdown = nullptr) const;
+    /// The micro-batches of a prompt of `prompt` tokens after `past` cached ones, with their attention times.
+    PrefillChunks prefill_attention(double prompt, double past) const;
+    /// The prefill of `batch` sequences: every micro-batch's slots (the static ones shared between micro-batches of
+    /// one size), weights read again per micro-batch, attention over the growing context.
+    PhaseSums prefill(double batch, const PrefillChunks& chunks, std::vector<BreakdownRow>* breakdown = nullptr) const;
     /// A decode step's ops but attention (they do not depend on the context), at `batch` sequences.
     PhaseSums decode_step(double batch) const;
     /// `gen` decode steps at contexts prompt + 1 ... prompt + gen: `step` × gen plus attention in closed form.
     PhaseSums decode(double batch, double prompt, double gen, const PhaseSums& step,
                      std::vector<BreakdownRow>* breakdown = nullptr) const;
     PhaseSums phase(double batch, double tokens, double past) const;
-    MemoryUse memory(double batch, double prompt, double gen) const;
-    double max_batch(double prompt, double gen) const;
+    MemoryUse memory(double batch, double prompt, double gen, double context = 0) const;
+    double max_batch(double prompt, double gen, double context = 0) const;
     double max_context(double batch) const;
-    double compute_bound_batch(double prompt, double gen) const;
-    EstimateRow assemble(double batch, double prompt, double gen, const PhaseSums& prefill, const PhaseSums& decode,
+    double compute_bound_batch(double prompt, double gen, double context = 0) const;
+    EstimateRow assemble(double batch, double prompt, double gen, double context, const PhaseSums& prefill, const PhaseSums& decode,
                          double max_context, double compute_bound_batch, double max_batch) const;
 
     PhaseSums sum_slots(double batch, double tokens, double past, const std::vector<OpTimes>* attention,
-                        std::vector<BreakdownRow>* breakdown, const char* phase) const;
+                        std::vector<BreakdownRow>* breakdown, const char* phase, SlotParts parts = SlotParts::all) const;
 
     // evaluate()'s last few prefill_attention results (a pure function of the prompt: sharing it changes no bit)
     struct AttentionCache {
         std::mutex mutex;
-        std::array<double, 4> prompt{{-1, -1, -1, -1}};
-        std::array<std::vector<OpTimes>, 4> attention;
+        std::array<PrefillChunks, 4> chunks;
         std::size_t next = 0;
     };
     std::unique_ptr<AttentionCache> attention_cache = std::make_unique<AttentionCache>();
-    std::vector<OpTimes> cached_prefill_attention(double prompt) const;
+    PrefillChunks cached_prefill_attention(double prompt, double past) const;
 };
 
 }  // namespace roofline

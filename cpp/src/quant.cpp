@@ -88,6 +88,16 @@ std::vector<std::string> ggml_type_names() {
     return names;
 }
 
+bool is_ggml_type_name(std::string_view name) {
+    std::string lower = to_lower(name);
+    // the GPU names of GGML's float types: the same numbers
+    if (lower == "fp16") lower = "f16";
+    if (lower == "fp32") lower = "f32";
+    for (const auto& t : kTypes)
+        if (t.block_size > 0 && to_lower(t.name) == lower) return true;
+    return false;
+}
+
 const GgmlTypeInfo& ggml_type_info(std::string_view name) {
     const std::string lower = to_lower(name);
     for (const auto& t : kTypes)

@@ -86,6 +86,8 @@ void check_axes(const SweepAxes& a, bool need_points) {
     nonempty(a.kv_dtypes.size(), "kv_dtypes");
     nonempty(a.flash_attention.size(), "flash_attention");
     nonempty(a.tensor_parallel.size(), "tensor_parallel");
+    nonempty(a.ubatch_tokens.size(), "ubatch_tokens");
+    for (double u : a.ubatch_tokens) check_count("ubatch_tokens", u);
     for (std::size_t i = 0; i < a.models.size(); ++i)
         if (!a.models[i]) throw InvalidArgument("sweep: models[" + std::to_string(i) + "] is null");
     for (std::size_t i = 0; i < a.devices.size(); ++i)
@@ -96,6 +98,8 @@ void check_axes(const SweepAxes& a, bool need_points) {
     nonempty(a.batch.size(), "batch");
     nonempty(a.prompt_tokens.size(), "prompt_tokens");
     nonempty(a.gen_tokens.size(), "gen_tokens");
+    nonempty(a.context_tokens.size(), "context_tokens");
+    for (double c : a.context_tokens) check_count("context_tokens", c);
     for (double b : a.batch) EstimatePlan::check_point(b, 1, 0);
     for (double p : a.prompt_tokens) check_count("prompt_tokens", p);
     for (double g : a.gen_tokens) check_count("gen_tokens", g);
@@ -106,13 +110,14 @@ void check_axes(const SweepAxes& a, bool need_points) {
 }
 
 // A configuration: indices into the axes' configuration lists.
-using Config = std::array<std::uint32_t, 7>;  // model, quant, device, engine, kv, flash, tp
+using Config = std::array<std::uint32_t, 8>;  // model, quant, device, engine, kv, flash, tp, ubatch
 
 std::string describe(const SweepAxes& a, const Config& c) {
     std::ostringstream os;
     os << "model '" << a.models[c[0]]->arch.id << "', quant '" << a.quants[c[1]] << "', device '" << a.devices[c[2]]->id
        << "', engine '" << a.engines[c[3]] << "', kv_dtype '" << a.kv_dtypes[c[4]] << "', flash_attention "
        << (a.flash_attention[c[5]] ? "on" : "off") << ", tensor_parallel " << a.tensor_parallel[c[6]];
+    if (a.ubatch_tokens.size() > 1 || a.ubatch_tokens[c[7]] != 0) os << ", ubatch_tokens " << a.ubatch_tokens[c[7]];
     return os.str();
 }
 
@@ -148,7 +153,7 @@ Plans build_plans(const SweepAxes& a, const std::vector<Config>& configs, int th
     // Structures (the device-independent part of a plan) per (model, quant, backend, engine, kv, flash, tp), then a
     // plan per configuration from its structure and device: no op is built per device.
     auto structure_key = [&](const Config& c) {
-        return Config{c[0], c[1], backend_of[c[2] * ne + c[3]], c[3], c[4], c[5], c[6]};
+        return Config{c[0], c[1], backend_of[c[2] * ne + c[3]], c[3], c[4], c[5], c[6], c[7]};
     };
     std::vector<Config> keys;
     for (const auto& c : configs)
@@ -176,7 +181,7 @@ Plans build_plans(const SweepAxes& a, const std::vector<Config>& configs, int th
         const std::size_t f = static_cast<std::size_t>(std::lower_bound(mq.begin(), mq.end(), k[0] * nq + k[1]) - mq.begin());
         capture(structure_failures[i], [] { return std::string(); }, [&] {
             const PlanConfig pc{a.quants[k[1]], a.kv_dtypes[k[4]], a.flash_attention[k[5]] != 0, a.engines[k[3]],
-                                a.tensor_parallel[k[6]]};
+                                a.tensor_parallel[k[6]], a.ubatch_tokens[k[7]]};
             // the order EstimatePlan validates in: KV format, then the quantization
             parse_kv_format(pc.kv_dtype);
             if (!format_ok[f]) rethrow(format_failures[f]);
@@ -213,13 +218,14 @@ struct Writer {
         t.rows = rows;
         for (auto* v : {&t.model, &t.quant, &t.device, &t.engine, &t.kv_dtype, &t.tensor_parallel}) v->resize(rows);
         t.flash_attention.resize(rows);
+        t.ubatch_tokens.resize(rows);
         if (points) t.point.resize(rows);
         t.columns.resize(sweep_columns().size());
         for (auto& c : t.columns) c.resize(rows);
         t.codes.resize(sweep_code_columns().size());
         for (auto& c : t.codes) c.resize(rows);
     }
-    void write(std::size_t r, const SweepAxes& a, const Config& c, const EstimateRow& e) {
+    void write(std::size_t r, const SweepAxes& a, const Config& c, const EstimatePlan& plan, const EstimateRow& e) {
         t.model[r] = static_cast<std::int32_t>(c[0]);
         t.quant[r] = static_cast<std::int32_t>(c[1]);
         t.device[r] = static_cast<std::int32_t>(c[2]);
@@ -227,6 +233,7 @@ struct Writer {
         t.kv_dtype[r] = static_cast<std::int32_t>(c[4]);
         t.flash_attention[r] = static_cast<std::uint8_t>(a.flash_attention[c[5]]);
         t.tensor_parallel[r] = a.tensor_parallel[c[6]];
+        t.ubatch_tokens[r] = plan.ubatch_tokens();
         write_values(r, e);
     }
     void write_values(std::size_t r, const EstimateRow& e) {
@@ -252,7 +259,8 @@ std::vector<Config> all_configs(const SweepAxes& a) {
                 for (std::uint32_t e = 0; e < n(a.engines); ++e)
                     for (std::uint32_t k = 0; k < n(a.kv_dtypes); ++k)
                         for (std::uint32_t f = 0; f < n(a.flash_attention); ++f)
-                            for (std::uint32_t t = 0; t < n(a.tensor_parallel); ++t) out.push_back({m, q, d, e, k, f, t});
+                            for (std::uint32_t t = 0; t < n(a.tensor_parallel); ++t)
+                                for (std::uint32_t u = 0; u < n(a.ubatch_tokens); ++u) out.push_back({m, q, d, e, k, f, t, u});
     return out;
 }
 
@@ -312,36 +320,42 @@ SweepTable sweep(const SweepAxes& a, const SweepOptions& options) {
     const Plans plans = build_plans(a, configs, options.threads);
     const std::vector<std::size_t> ok = valid_configs(a, configs, plans, options, table);
 
-    const std::size_t nb = a.batch.size(), np = a.prompt_tokens.size(), ng = a.gen_tokens.size();
-    const std::size_t per_config = nb * np * ng;
+    const std::size_t nb = a.batch.size(), np = a.prompt_tokens.size(), ng = a.gen_tokens.size(), nc = a.context_tokens.size();
+    const std::size_t per_config = nc * np * ng * nb;
     Writer w{table};
     w.resize(ok.size() * per_config, false);
+    for (const double c : a.context_tokens)  // the points are valid before any is estimated
+        for (const double p : a.prompt_tokens)
+            for (const double g : a.gen_tokens)
+                if (p + g >= 1) EstimatePlan::check_point(1, p, g, c);
 
-    // Work in chunks of (configuration, prompts): whole configurations when there are enough to keep every thread
-    // busy, else one prompt each. Pieces shared between points are computed once per chunk; each is a pure
+    // Work in chunks of (configuration, context, prompts): whole configurations when there are enough to keep every
+    // thread busy, else one prompt each. Pieces shared between points are computed once per chunk; each is a pure
     // function of its arguments, so chunking changes no value.
     const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
     const std::size_t threads = options.threads > 0 ? static_cast<std::size_t>(options.threads) : hw;
-    const std::size_t prompts_per_chunk = ok.size() >= 4 * threads ? np : 1;
-    const std::size_t chunks_per_config = (np + prompts_per_chunk - 1) / prompts_per_chunk;
-    parallel_for(ok.size() * chunks_per_config, options.threads, [&](std::size_t chunk) {
-        const std::size_t g = chunk / chunks_per_config;
-        const std::size_t p0 = (chunk % chunks_per_config) * prompts_per_chunk, p1 = std::min(np, p0 + prompts_per_chunk);
+    const std::size_t prompts_per_chunk = ok.size() * nc >= 4 * threads ? np : 1;
+    const std::size_t chunks_per_context = (np + prompts_per_chunk - 1) / prompts_per_chunk;
+    parallel_for(ok.size() * nc * chunks_per_context, options.threads, [&](std::size_t chunk) {
+        const std::size_t g = chunk / (nc * chunks_per_context), ci = chunk / chunks_per_context % nc;
+        const std::size_t p0 = (chunk % chunks_per_context) * prompts_per_chunk, p1 = std::min(np, p0 + prompts_per_chunk);
         const Config& c = configs[ok[g]];
-        const EstimatePlan::Impl& plan = plans.plans[ok[g]]->impl();
+        const EstimatePlan& the_plan = *plans.plans[ok[g]];
+        const EstimatePlan::Impl& plan = the_plan.impl();
+        const double C = a.context_tokens[ci];
         std::vector<PhaseSums> step(nb), prefill(nb);
         std::vector<double> max_context(nb);
         std::vector<char> batch_done(nb, 0);
         for (std::size_t pi = p0; pi < p1; ++pi) {
             const double P = a.prompt_tokens[pi];
             if (P > 0) {
-                const std::vector<OpTimes> attention = plan.prefill_attention(P);
-                for (std::size_t bi = 0; bi < nb; ++bi) prefill[bi] = plan.prefill(a.batch[bi], P, attention);
+                const PrefillChunks chunks = plan.prefill_attention(P, C);
+                for (std::size_t bi = 0; bi < nb; ++bi) prefill[bi] = plan.prefill(a.batch[bi], chunks);
             }
             for (std::size_t gi = 0; gi < ng; ++gi) {
                 const double n = a.gen_tokens[gi];
-                const double cbb = plan.compute_bound_batch(P, n), mb = plan.max_batch(P, n);
-                std::size_t row = ((g * np + pi) * ng + gi) * nb;
+                const double cbb = plan.compute_bound_batch(P, n, C), mb = plan.max_batch(P, n, C);
+                std::size_t row = (((g * nc + ci) * np + pi) * ng + gi) * nb;
                 for (std::size_t bi = 0; bi < nb; ++bi, ++row) {
                     const double B = a.batch[bi];
                     if (!batch_done[bi]) {
@@ -349,9 +363,10 @@ SweepTable sweep(const SweepAxes& a, const SweepOptions& options) {
                         max_context[bi] = plan.max_context(B);
                         batch_done[bi] = 1;
                     }
-                    const PhaseSums decode = n > 0 ? plan.decode(B, P, n, step[bi]) : PhaseSums{};
-                    const EstimateRow e = plan.assemble(B, P, n, P > 0 ? prefill[bi] : PhaseSums{}, decode, max_context[bi], cbb, mb);
-                    w.write(row, a, c, e);
+                    const PhaseSums decode = n > 0 ? plan.decode(B, C + P, n, step[bi]) : PhaseSums{};
+                    const EstimateRow e =
+                        plan.assemble(B, P, n, C, P > 0 ? prefill[bi] : PhaseSums{}, decode, max_context[bi], cbb, mb);
+                    w.write(row, a, c, the_plan, e);
                 }
             }
         }
@@ -364,27 +379,34 @@ SweepTable sweep(const SweepAxes& a, const SweepPoints& pts, const SweepOptions&
     const std::size_t n = pts.batch.size();
     for (const auto* v : {&pts.model, &pts.quant, &pts.device, &pts.engine, &pts.kv_dtype, &pts.flash_attention, &pts.tensor_parallel})
         if (v->size() != n) throw InvalidArgument("sweep points: every column must have one entry per point (" + std::to_string(n) + ")");
-    if (pts.prompt_tokens.size() != n || pts.gen_tokens.size() != n)
+    if (pts.prompt_tokens.size() != n || pts.gen_tokens.size() != n || (!pts.ubatch.empty() && pts.ubatch.size() != n))
         throw InvalidArgument("sweep points: every column must have one entry per point (" + std::to_string(n) + ")");
-    const std::size_t sizes[7] = {a.models.size(), a.quants.size(), a.devices.size(), a.engines.size(),
-                                  a.kv_dtypes.size(), a.flash_attention.size(), a.tensor_parallel.size()};
-    static const char* axis_names[7] = {"model", "quant", "device", "engine", "kv_dtype", "flash_attention", "tensor_parallel"};
-    const std::vector<std::uint32_t>* cols[7] = {&pts.model, &pts.quant, &pts.device, &pts.engine, &pts.kv_dtype,
-                                                 &pts.flash_attention, &pts.tensor_parallel};
+    const std::size_t sizes[8] = {a.models.size(), a.quants.size(), a.devices.size(), a.engines.size(), a.kv_dtypes.size(),
+                                  a.flash_attention.size(), a.tensor_parallel.size(), a.ubatch_tokens.size()};
+    static const char* axis_names[8] = {"model", "quant", "device", "engine", "kv_dtype", "flash_attention",
+                                        "tensor_parallel", "ubatch_tokens"};
+    const std::vector<std::uint32_t> zeros(pts.ubatch.empty() ? n : 0, 0);
+    const std::vector<std::uint32_t>* cols[8] = {&pts.model, &pts.quant, &pts.device, &pts.engine, &pts.kv_dtype,
+                                                 &pts.flash_attention, &pts.tensor_parallel,
+                                                 pts.ubatch.empty() ? &zeros : &pts.ubatch};
+    const std::vector<double> no_context(pts.context_tokens.empty() ? n : 0, 0.0);
+    const std::vector<double>& context = pts.context_tokens.empty() ? no_context : pts.context_tokens;
+    if (context.size() != n)
+        throw InvalidArgument("sweep points: every column must have one entry per point (" + std::to_string(n) + ")");
     // the distinct configurations, in order of first use
     std::map<Config, std::size_t> index;
     std::vector<Config> configs;
     std::vector<std::size_t> config_of(n);
     for (std::size_t i = 0; i < n; ++i) {
         Config c{};
-        for (std::size_t k = 0; k < 7; ++k) {
+        for (std::size_t k = 0; k < 8; ++k) {
             c[k] = (*cols[k])[i];
             if (c[k] >= sizes[k])
                 throw InvalidArgument("sweep points: point " + std::to_string(i) + " has " + axis_names[k] + " index " +
                                       std::to_string(c[k]) + ", beyond the " + std::to_string(sizes[k]) + " given");
         }
         try {
-            EstimatePlan::check_point(pts.batch[i], pts.prompt_tokens[i], pts.gen_tokens[i]);
+            EstimatePlan::check_point(pts.batch[i], pts.prompt_tokens[i], pts.gen_tokens[i], context[i]);
         } catch (const InvalidArgument& e) {
             throw InvalidArgument("sweep points: point " + std::to_string(i) + ": " + e.what());
         }
@@ -406,7 +428,7 @@ SweepTable sweep(const SweepAxes& a, const SweepPoints& pts, const SweepOptions&
             const std::size_t i = kept[r];
             const std::size_t ci = config_of[i];
             const EstimatePlan& plan = *plans.plans[ci];
-            w.write(r, a, configs[ci], plan.evaluate(pts.batch[i], pts.prompt_tokens[i], pts.gen_tokens[i]));
+            w.write(r, a, configs[ci], plan, plan.evaluate(pts.batch[i], pts.prompt_tokens[i], pts.gen_tokens[i], context[i], nullptr));
             table.point[r] = static_cast<std::int64_t>(i);
         }
     });

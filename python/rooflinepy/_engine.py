@@ -28,6 +28,10 @@ class LinearKernel:
     tile_n: CoreAttribute[float] = CoreAttribute("columns of a tile (matrix units)")
     dequant_every_rows: CoreAttribute[float] = CoreAttribute("rows per dequantization of the weights (0: once)")
     dequant_overlapped: CoreAttribute[bool] = CoreAttribute("whether dequantization hides under the loads")
+    efficiency: CoreAttribute[float] = CoreAttribute("fraction of its unit's achievable peak it reaches")
+    alu_ops_per_mac: CoreAttribute[float] = CoreAttribute("ALU operations (unpacking, scales) beside each multiply-add")
+    alu_format: CoreAttribute[str] = CoreAttribute("the lanes those ALU operations run on ('int32', 'fp32' ...)")
+    launches: CoreAttribute[float] = CoreAttribute("kernels launched per linear layer (e.g. quantizing the activations)")
     source: CoreAttribute[str] = CoreAttribute("where this comes from (file and commit, docs, measurement)")
     uncertain: CoreAttribute[str] = CoreAttribute("why the source may not settle it ('' if it does)")
 
@@ -52,6 +56,11 @@ class EngineBackend:
     all_reduce: CoreAttribute[str] = CoreAttribute("tensor-parallel all-reduce algorithm ('ring', 'one-shot' ...)")
     collective_step_latency_s: CoreAttribute[float] = CoreAttribute("latency of one step of a collective [s]")
     vocab_parallel: CoreAttribute[bool] = CoreAttribute("the vocabulary split over tensor-parallel ranks")
+    bandwidth_fraction: CoreAttribute[float] = CoreAttribute(
+        "× the device's achievable DRAM fraction: what the engine's streaming kernels reach")
+    op_kernels: CoreAttribute[Dict[str, float]] = CoreAttribute("kernels per op where the engine launches other than one")
+    prefill_ubatch_tokens: CoreAttribute[float] = CoreAttribute("prompt micro-batch in tokens (0: the whole prompt)")
+    flash_attention_version: CoreAttribute[int] = CoreAttribute("1: K/V blocks outermost; 2: a Q block resident")
 
     @property
     def linear_kernels(self) -> List[LinearKernel]:

@@ -6,17 +6,18 @@ from __future__ import annotations
 from typing import Tuple
 
 FIELDS: Tuple[str, ...] = (
-    "model", "quant", "device", "engine", "kv_dtype", "flash_attention", "tensor_parallel", "parameters",
-    "weight_bytes", "bits_per_weight", "batch", "prompt_tokens", "gen_tokens", "prefill_s", "prefill_tokens_per_s",
-    "ttft_s", "decode_s", "tpot_s", "decode_tokens_per_s", "decode_tokens_per_s_total", "total_s", "prefill_bound",
-    "decode_bound", "ceiling_decode_weights", "ceiling_decode", "ceiling_decode_total", "ceiling_prefill",
-    "decode_intensity", "compute_bound_batch", "fits", "memory_weights", "memory_kv_cache", "memory_activations",
-    "memory_overhead", "memory_total", "memory_capacity", "max_batch", "max_context",
+    "model", "quant", "device", "engine", "kv_dtype", "flash_attention", "tensor_parallel", "ubatch_tokens",
+    "parameters", "weight_bytes", "bits_per_weight", "batch", "prompt_tokens", "gen_tokens", "context_tokens",
+    "prefill_s", "prefill_tokens_per_s", "prefill_tokens_per_s_lo", "prefill_tokens_per_s_hi", "ttft_s", "decode_s",
+    "tpot_s", "decode_tokens_per_s", "decode_tokens_per_s_lo", "decode_tokens_per_s_hi", "decode_tokens_per_s_total",
+    "total_s", "prefill_bound", "decode_bound", "ceiling_decode_weights", "ceiling_decode", "ceiling_decode_total",
+    "ceiling_prefill", "decode_intensity", "compute_bound_batch", "fits", "memory_weights", "memory_kv_cache",
+    "memory_activations", "memory_overhead", "memory_total", "memory_capacity", "max_batch", "max_context",
 )
 """Every field's name, in the table's order."""
 
 CONFIG_FIELDS: Tuple[str, ...] = (
-    "model", "quant", "device", "engine", "kv_dtype", "flash_attention", "tensor_parallel",
+    "model", "quant", "device", "engine", "kv_dtype", "flash_attention", "tensor_parallel", "ubatch_tokens",
 )
 """The configuration fields (what was estimated), a prefix of FIELDS."""
 
@@ -42,6 +43,8 @@ class EstimateFields:
     """flash attention on"""
     tensor_parallel: int
     """devices the model is split over"""
+    ubatch_tokens: float
+    """prompt micro-batch in tokens (llama.cpp -ub; 0: the whole prompt at once)"""
 
     # ---- results
     parameters: float
@@ -56,10 +59,16 @@ class EstimateFields:
     """prompt tokens of each sequence"""
     gen_tokens: float
     """tokens generated per sequence"""
+    context_tokens: float
+    """tokens already in each sequence's KV cache before the prompt (llama-bench -d)"""
     prefill_s: float
     """time of the prefill of every prompt of the batch [s]"""
     prefill_tokens_per_s: float
     """prompt tokens per second (batch x prompt_tokens / prefill_s) [1/s]"""
+    prefill_tokens_per_s_lo: float
+    """low end of prefill_tokens_per_s's prediction interval (engine_db prediction_interval) [1/s]"""
+    prefill_tokens_per_s_hi: float
+    """high end of prefill_tokens_per_s's prediction interval [1/s]"""
     ttft_s: float
     """time to the first token: the prefill, or one decode step without a prompt [s]"""
     decode_s: float
@@ -68,6 +77,10 @@ class EstimateFields:
     """time per output token of one sequence (decode_s / gen_tokens) [s]"""
     decode_tokens_per_s: float
     """generated tokens per second of one sequence (gen_tokens / decode_s) [1/s]"""
+    decode_tokens_per_s_lo: float
+    """low end of decode_tokens_per_s's prediction interval (engine_db prediction_interval) [1/s]"""
+    decode_tokens_per_s_hi: float
+    """high end of decode_tokens_per_s's prediction interval [1/s]"""
     decode_tokens_per_s_total: float
     """generated tokens per second of the whole batch [1/s]"""
     total_s: float
@@ -77,7 +90,7 @@ class EstimateFields:
     decode_bound: str
     """what bounds the decode steps ('' without generated tokens)"""
     ceiling_decode_weights: float
-    """DRAM bandwidth / weight bytes of one rank: decode tokens/s if only weights were read [1/s]"""
+    """DRAM bandwidth / weight bytes one decode step reads on one rank (active experts, the output head; not the embedding table): decode tokens/s per sequence if only weights were read [1/s]"""
     ceiling_decode: float
     """the pure roofline of the decode steps (datasheet ceilings, no overhead), per sequence [1/s]"""
     ceiling_decode_total: float

@@ -131,12 +131,15 @@ def estimate_html(e: Estimate) -> str:
             ("device / engine", f"{e.device} / {e.engine}"),
             ("workload", f"batch {e.batch:g}, prompt {e.prompt_tokens:g}, generate {e.gen_tokens:g}"
                          + (f", tensor parallel {e.tensor_parallel}" if e.tensor_parallel > 1 else ""))]
-    perf = [["prefill", f"{e.prefill_tokens_per_s:.4g}", f"{c['prefill_tokens_per_s']:.4g}", e.prefill_bound or "-",
-             _seconds(e.prefill_s)],
-            ["decode (per sequence)", f"{e.decode_tokens_per_s:.4g}", f"{c['decode_tokens_per_s']:.4g}",
-             e.decode_bound or "-", _seconds(e.decode_s)]]
+    def ival(lo: float, hi: float) -> str:
+        return f"{lo:.4g} – {hi:.4g}" if hi > 0 else "-"
+
+    perf = [["prefill", f"{e.prefill_tokens_per_s:.4g}", ival(*e.prefill_tokens_per_s_interval),
+             f"{c['prefill_tokens_per_s']:.4g}", e.prefill_bound or "-", _seconds(e.prefill_s)],
+            ["decode (per sequence)", f"{e.decode_tokens_per_s:.4g}", ival(*e.decode_tokens_per_s_interval),
+             f"{c['decode_tokens_per_s']:.4g}", e.decode_bound or "-", _seconds(e.decode_s)]]
     if e.batch > 1:
-        perf.append(["decode (all sequences)", f"{e.decode_tokens_per_s_total:.4g}", "", "", ""])
+        perf.append(["decode (all sequences)", f"{e.decode_tokens_per_s_total:.4g}", "", "", "", ""])
     more = [("TTFT", _seconds(e.ttft_s)), ("total time", _seconds(e.total_s)),
             ("decode ceiling from weights alone", f"{c['decode_weights_tokens_per_s']:.4g} tok/s"),
             ("decode arithmetic intensity", f"{e.decode_intensity:.4g} FLOP/B"),
@@ -147,7 +150,7 @@ def estimate_html(e: Estimate) -> str:
     memory.append(("fits", "yes" if e.fits else "NO"))
     memory += [("max batch that fits", f"{e.max_batch:g}"), ("max context that fits", f"{e.max_context:g}")]
     return (_STYLE + "<div>" + _kv("Estimate", head)
-            + _table("throughput", ["phase", "tokens/s", "roofline tokens/s", "bound", "time"], perf,
-                     numeric=(1, 2, 4))
+            + _table("throughput", ["phase", "tokens/s", "prediction interval", "roofline tokens/s", "bound", "time"], perf,
+                     numeric=(1, 3, 5))
             + _kv("", more) + _kv("memory", memory) + "</div>")
 

@@ -310,58 +310,112 @@ def _ints(text: str, what: str) -> List[int]:
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
-    """One row per (quant, test) in llama-bench's vocabulary: ppN rows time the prompt, tgN rows the generation."""
+    """One row per (quant, test, depth) in llama-bench's vocabulary: ppN rows time the prompt, tgN rows the
+    generation, each after -d tokens already in the KV cache; t/s with its prediction interval."""
     rows, data = [], []
     quants = [q for q in args.quant.split(",") if q]
+    try:
+        depths = _ints(args.n_depth, "-d/--n-depth")
+    except ValueError as err:
+        raise ValueError(f"{err} (as in llama-bench, -d is the depth: tokens already in the KV cache; the device is "
+                         f"-dev/--device)") from None
+    ubatch = _ints(args.ubatch_size, "-ub/--ubatch-size")[0] if args.ubatch_size else None
     for model_name in [m for m in args.model.split(",") if m]:
         m = rp.model(model_name)
         for q in quants:
             for b in _ints(args.batch, "-b/--batch"):
                 tests = [("pp", p, 0) for p in _ints(args.prompt, "-p/--n-prompt") if p > 0]
                 tests += [("tg", 0, n) for n in _ints(args.gen, "-n/--n-gen") if n > 0]
-                for kind, p, n in tests:
-                    e = rp.estimate(model=m, quant=q, device=args.device, prompt_tokens=p, gen_tokens=n, batch=b,
-                                    kv_dtype=args.kv_dtype, flash_attention=args.flash_attn, engine=args.engine,
-                                    tensor_parallel=args.tensor_parallel)
-                    if kind == "pp":
-                        tps, ceiling, bound = e.prefill_tokens_per_s * 1.0, e.ceilings["prefill_tokens_per_s"], e.prefill_bound
-                        test = f"pp{p}"
-                    else:
-                        tps, ceiling, bound = e.decode_tokens_per_s_total, e.ceiling_decode_total, e.decode_bound
-                        test = f"tg{n}"
-                    d = e.to_dict()
-                    d.pop("breakdown")
-                    d.update({"test": test, "tokens_per_s": tps, "roofline_tokens_per_s": ceiling, "bound": bound})
-                    data.append(d)
-                    rows.append([m.id, q, _gb(e.weight_bytes), f"{e.parameters / 1e9:.2f} B", e.device, str(b), test,
-                                 f"{tps:.2f}", f"{ceiling:.2f}", bound, "yes" if e.fits else "NO"])
-    header = ["model", "quant", "size", "params", "device", "batch", "test", "t/s", "roofline t/s", "bound", "fits"]
+                for depth in depths:
+                    for kind, p, n in tests:
+                        e = rp.estimate(model=m, quant=q, device=args.device, prompt_tokens=p, gen_tokens=n, batch=b,
+                                        kv_dtype=args.kv_dtype, flash_attention=args.flash_attn, engine=args.engine,
+                                        tensor_parallel=args.tensor_parallel, context_tokens=depth,
+                                        ubatch_tokens=ubatch)
+                        if kind == "pp":
+                            tps, (lo, hi) = e.prefill_tokens_per_s * 1.0, e.prefill_tokens_per_s_interval
+                            ceiling, bound = e.ceilings["prefill_tokens_per_s"], e.prefill_bound
+                            test = f"pp{p}"
+                        else:
+                            tps, (lo, hi) = e.decode_tokens_per_s_total, e.decode_tokens_per_s_interval
+                            lo, hi = lo * b, hi * b
+                            ceiling, bound = e.ceiling_decode_total, e.decode_bound
+                            test = f"tg{n}"
+                        if depth:
+                            test += f" @ d{depth}"
+                        d = e.to_dict()
+                        d.pop("breakdown")
+                        d.update({"test": test, "tokens_per_s": tps, "tokens_per_s_interval": [lo, hi],
+                                  "roofline_tokens_per_s": ceiling, "bound": bound})
+                        data.append(d)
+                        rows.append([m.id, q, _gb(e.weight_bytes), f"{e.parameters / 1e9:.2f} B", e.device, str(b),
+                                     test, f"{tps:.2f} ± {(hi - lo) / 2:.2f}", f"{lo:.2f}-{hi:.2f}", f"{ceiling:.2f}",
+                                     bound, "yes" if e.fits else "NO"])
+    header = ["model", "quant", "size", "params", "device", "batch", "test", "t/s", "interval", "roofline t/s",
+              "bound", "fits"]
     text = _table(rows, header)
     if data:
-        text += (f"\n\ndecode ceiling (bandwidth / weight bytes) for the first row: "
-                 f"{data[0]['ceilings']['decode_weights_tokens_per_s']:.1f} tokens/s; engine {data[0]['engine']}")
+        text += (f"\n\ndecode ceiling (bandwidth / weight bytes a step reads) for the first row: "
+                 f"{data[0]['ceilings']['decode_weights_tokens_per_s']:.1f} tokens/s; engine {data[0]['engine']}; "
+                 f"interval: the engine's cross-validated prediction interval (engine_db prediction_interval)")
     _emit(args, data, text)
     return 0
 
 
-def cmd_validate(args: argparse.Namespace) -> int:
-    from . import validation
+def _pct(x: float) -> str:
+    return "-" if x != x else f"{x:.1f}"
 
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    """Cross-validation of every engine fit (tests/validation/fits.json) on its tables, then every published point
+    with the committed defaults, with the pure roofline beside both."""
+    from . import _core, validation
+
+    fits = [f for f in validation.fits() if not args.fit or f["name"] in args.fit]
+    if args.fit and not fits:
+        raise ValueError(f"--fit: no fit named {', '.join(args.fit)}; there are: "
+                         f"{', '.join(f['name'] for f in validation.fits())}")
+    summary = []
+    for fit in fits:
+        for row in validation.cross_validation_summary(validation.cross_validate(fit)):
+            summary.append({"fit": fit["name"], **row})
     res = validation.run()
-    summary = validation.mape(res)
+    mape = validation.mape(res)
+    one = validation.one_shot_calibration()
+    one_mape = _core.summarize_validation([("one-shot", e, 0.0) for e in one["error"]])["one-shot"]
     if args.json:
-        print(json.dumps({"points": res.to_dict(orient="records"), "mape_percent": summary}, indent=2))
+        print(json.dumps({"cross_validation": summary, "points": res.to_dict(orient="records"), "mape_percent": mape,
+                          "one_shot_calibration": {"points": one.to_dict(orient="records"),
+                                                   "mape_percent": one_mape["estimator"],
+                                                   "max_percent": one_mape["estimator_max"]}},
+                         indent=2, default=float))
         return 0
-    rows = [[r.table, r.device, r.model, r.quant, r.test, str(r.tp), f"{r.measured:.2f}", f"{r.predicted:.2f}",
+    rows = [[s["fit"], s["table"], s["phase"], str(s["points"]),
+             f"{_pct(s['defaults'])} ({_pct(s['defaults_max'])})", f"{_pct(s['in_sample'])} ({_pct(s['in_sample_max'])})",
+             f"{_pct(s['lodo'])} ({_pct(s['lodo_max'])})", f"{_pct(s['logo'])} ({_pct(s['logo_max'])})",
+             f"{_pct(s['roofline'])} ({_pct(s['roofline_max'])})"] for s in summary]
+    print("Cross-validation of the engine fits: MAPE % (largest error %) per table and phase")
+    print(_table(rows, ["fit", "table", "phase", "points", "defaults", "in-sample", "leave-one-device-out",
+                        "leave-one-generation-out", "pure roofline"]))
+    print("\ndefaults: the committed engine_db values; in-sample: refitted to all the points; leave-one-device-out /"
+          " -generation-out: each device's (chip generation's) points predicted by a fit without them; pure roofline:"
+          " datasheet ceilings, no overheads.\n")
+    point_tables = [t for t in dict.fromkeys(res["table"]) if (res[res["table"] == t]["tolerance"] > 0).any()]
+    pts = res[res["table"].isin(point_tables)]
+    prow = [[r.table, r.device, r.model, r.quant, r.test, str(r.tp), f"{r.measured:.2f}", f"{r.predicted:.2f}",
              f"{r.error * 100:+.1f}%", f"{r.roofline:.2f}", f"{r.roofline_error * 100:+.1f}%",
              "ok" if abs(r.error) <= r.tolerance else f"outside {r.tolerance * 100:.0f}%", r.bound]
-            for r in res.itertuples()]
-    print(_table(rows, ["table", "device", "model", "quant", "test", "tp", "measured", "predicted", "error",
+            for r in pts.itertuples()]
+    print(f"One-shot calibration (llamacpp_metal_llama2_7b: each chip calibrated from its Q8_0 tg128 alone, its F16 and"
+          f" Q4_0 tg128 predicted): MAPE {one_mape['estimator']:.1f} % (max {one_mape['estimator_max']:.1f} %) over "
+          f"{len(one)} predictions\n")
+    print("Published points held to their tolerance (the committed defaults)")
+    print(_table(prow, ["table", "device", "model", "quant", "test", "tp", "measured", "predicted", "error",
                         "roofline", "error", "tolerance", "bound"]))
     print()
-    for name, s in summary.items():
-        print(f"MAPE {name:>14}: estimator {s['estimator']:.1f} %, pure roofline {s['roofline']:.1f} % "
-              f"({s['points']} points)")
+    for name, s in mape.items():
+        print(f"MAPE {name:>30}: estimator {s['estimator']:.1f} % (max {s['estimator_max']:.1f}), pure roofline "
+              f"{s['roofline']:.1f} % ({s['points']} points)")
     return 0
 
 
@@ -409,17 +463,23 @@ def _add_inference_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentPar
     p = sub.add_parser("estimate", help="tokens/s of a model × quantization × device, llama-bench style")
     p.add_argument("-m", "--model", required=True, help="model id(s), comma-separated")
     p.add_argument("-q", "--quant", default="Q4_K_M", help="quantization(s), comma-separated (rooflinepy quants)")
-    p.add_argument("-d", "--device", required=True, help="device id or alias")
+    p.add_argument("-dev", "--device", required=True, help="device id or alias (llama-bench's -dev)")
     p.add_argument("-p", "--n-prompt", dest="prompt", default="512", help="prompt lengths (ppN), comma-separated")
     p.add_argument("-n", "--n-gen", dest="gen", default="128", help="generated tokens (tgN), comma-separated")
     p.add_argument("-b", "--batch", default="1", help="batch sizes, comma-separated")
     p.add_argument("--kv-dtype", default="f16", help="KV cache format: f16, bf16, fp8, q8_0, q4_0 ...")
     p.add_argument("-fa", "--flash-attn", action="store_true", help="flash attention")
+    p.add_argument("-d", "--n-depth", default="0",
+                   help="tokens already in the KV cache before each test, comma-separated (llama-bench -d)")
+    p.add_argument("-ub", "--ubatch-size", default=None,
+                   help="prompt micro-batch in tokens (llama-bench -ub; default: the engine's)")
     p.add_argument("--engine", default="llama.cpp", help="llama.cpp, generic, cuda-graphs or gpt-fast")
     p.add_argument("--tensor-parallel", "-tp", type=int, default=1)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_estimate)
-    p = sub.add_parser("validate", help="hold the estimator to published measurements (offline)")
+    p = sub.add_parser("validate", help="cross-validate the engine fits and hold the estimator to published "
+                                        "measurements (offline)")
+    p.add_argument("--fit", action="append", help="only this fit of fits.json (repeatable)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_validate)
 

@@ -214,6 +214,15 @@ class EstimateCeilings(TypedDict):
 _ESTIMATE_FIELDS = [f[0] for f in _core.estimate_fields()]
 
 
+def _with_interval(value: float, interval: Tuple[float, float]) -> str:
+    """'87.3 (80.1-94.2)': a rate with its prediction interval ('0.0' for an absent phase)."""
+    lo, hi = interval
+    if value <= 0:
+        return f"{value:.1f}"
+    digits = 1 if value < 1000 else 0
+    return f"{value:.{digits}f} ({lo:.{digits}f}-{hi:.{digits}f})"
+
+
 class Estimate(EstimateFields):
     """The estimate of one workload. Its fields (typed in :class:`rooflinepy._fields.EstimateFields`, one per row of
     the core's field table) are plain attributes, copied from the core once; ``memory`` and ``ceilings`` group some
@@ -230,8 +239,8 @@ class Estimate(EstimateFields):
     """the pure roofline of each phase and the weights-only decode ceiling, with their bounds"""
 
     def __init__(self, core: _core.Estimate,
-                 breakdown_from: Optional[Tuple[_core.EstimatePlan, float, float, float]] = None) -> None:
-        # breakdown_from = (plan, batch, prompt, gen): the core estimate was made without its per-op rows; they are
+                 breakdown_from: Optional[Tuple[_core.EstimatePlan, float, float, float, float]] = None) -> None:
+        # breakdown_from = (plan, batch, prompt, gen, context): the core estimate was made without its per-op rows; they are
         # made by the same plan when first asked for.
         self._core = core
         self._breakdown_from = breakdown_from
@@ -251,10 +260,21 @@ class Estimate(EstimateFields):
             "compute_bound_batch": d["compute_bound_batch"],
         }
 
+    @property
+    def decode_tokens_per_s_interval(self) -> Tuple[float, float]:
+        """(lo, hi): the prediction interval of decode_tokens_per_s (its engine backend's cross-validated residuals,
+        widened outside the device families and formats its corpus measured; engine_db ``prediction_interval``)."""
+        return (self.decode_tokens_per_s_lo, self.decode_tokens_per_s_hi)
+
+    @property
+    def prefill_tokens_per_s_interval(self) -> Tuple[float, float]:
+        """(lo, hi): the prediction interval of prefill_tokens_per_s (as decode_tokens_per_s_interval)."""
+        return (self.prefill_tokens_per_s_lo, self.prefill_tokens_per_s_hi)
+
     def _breakdown_rows(self) -> List[BreakdownRow]:
         if self._breakdown_from is not None:
-            plan, batch, prompt, gen = self._breakdown_from
-            self._core = plan.estimate(batch, prompt, gen, True)
+            plan, batch, prompt, gen, context = self._breakdown_from
+            self._core = plan.estimate(batch, prompt, gen, True, context)
             self._breakdown_from = None
         rows: List[BreakdownRow] = self._core.breakdown_rows
         return rows
@@ -277,7 +297,8 @@ class Estimate(EstimateFields):
 
     def __repr__(self) -> str:
         return (f"<Estimate {self.model} {self.quant} on {self.device} ({self.engine}): "
-                f"prefill {self.prefill_tokens_per_s:.1f} tok/s, decode {self.decode_tokens_per_s:.1f} tok/s, "
+                f"prefill {_with_interval(self.prefill_tokens_per_s, self.prefill_tokens_per_s_interval)} tok/s, "
+                f"decode {_with_interval(self.decode_tokens_per_s, self.decode_tokens_per_s_interval)} tok/s, "
                 f"TTFT {self.ttft_s * 1e3:.1f} ms, {'fits' if self.fits else 'does NOT fit'}>")
 
     def _repr_html_(self) -> str:
@@ -311,13 +332,13 @@ def _device(d: DeviceLike) -> Device:
 
 
 def _plan(m: Model, dev: Device, quant: str, kv_dtype: str, flash_attention: bool, engine: str,
-          tensor_parallel: int) -> _core.EstimatePlan:
+          tensor_parallel: int, ubatch_tokens: float = 0) -> _core.EstimatePlan:
     """The core's EstimatePlan for a configuration, built once and kept."""
     cm, cd = m._core, dev._core
-    key = (id(cm), id(cd), quant, kv_dtype, flash_attention, engine, tensor_parallel)
+    key = (id(cm), id(cd), quant, kv_dtype, flash_attention, engine, tensor_parallel, ubatch_tokens)
     hit = _PLANS.get(key)
     if hit is None:
-        plan = _core.EstimatePlan(cm, cd, quant, kv_dtype, flash_attention, engine, tensor_parallel)
+        plan = _core.EstimatePlan(cm, cd, quant, kv_dtype, flash_attention, engine, tensor_parallel, ubatch_tokens)
         if len(_PLANS) >= _PLANS_MAX:
             _PLANS.pop(next(iter(_PLANS)))
         hit = _PLANS[key] = (plan, cm, cd)
@@ -327,23 +348,28 @@ def _plan(m: Model, dev: Device, quant: str, kv_dtype: str, flash_attention: boo
 def estimate(model: ModelLike, quant: str, device: DeviceLike, prompt_tokens: int = 512, gen_tokens: int = 128,
              batch: int = 1, kv_dtype: str = "f16", flash_attention: bool = False, engine: str = "llama.cpp",
              tensor_parallel: int = 1, draft_model: Optional[ModelLike] = None, draft_quant: Optional[str] = None,
-             draft_tokens: int = 0, acceptance: float = 0.0) -> Estimate:
+             draft_tokens: int = 0, acceptance: float = 0.0, context_tokens: int = 0,
+             ubatch_tokens: Optional[int] = None) -> Estimate:
     """Estimate prefill and decode of ``batch`` sequences of ``prompt_tokens`` then ``gen_tokens`` tokens.
 
-    ``device`` is a name or a Device (a calibrated one too). Decode runs ``gen_tokens`` steps at contexts
-    prompt+1 ... prompt+gen, summed in closed form. ``draft_model`` with ``draft_tokens`` (γ) and
-    ``acceptance`` (α) turns on speculative decoding.
+    ``device`` is a name or a Device (a calibrated one too). ``context_tokens`` are already in each sequence's KV
+    cache before the prompt (llama-bench's ``-d``): the prompt attends them, decode starts after them. The prompt runs
+    in micro-batches of ``ubatch_tokens`` (llama.cpp's ``-ub``; None: the engine's default, the whole prompt for
+    engines without micro-batches). Decode runs ``gen_tokens`` steps at contexts context+prompt+1 ...
+    context+prompt+gen, summed in closed form. ``draft_model`` with ``draft_tokens`` (γ) and ``acceptance`` (α)
+    turns on speculative decoding.
     """
     m = _lookup_model(model)
     dev = _device(device)
+    ub = 0.0 if ubatch_tokens is None else ubatch_tokens
     if draft_model is None:  # a plan per configuration, kept: the estimate itself is O(1)
-        plan = _plan(m, dev, quant, kv_dtype, flash_attention, engine, tensor_parallel)
-        return Estimate(plan.estimate(batch, prompt_tokens, gen_tokens, False),
-                        (plan, batch, prompt_tokens, gen_tokens))
+        plan = _plan(m, dev, quant, kv_dtype, flash_attention, engine, tensor_parallel, ub)
+        return Estimate(plan.estimate(batch, prompt_tokens, gen_tokens, False, context_tokens),
+                        (plan, batch, prompt_tokens, gen_tokens, context_tokens))
     draft = _lookup_model(draft_model)._core
     return Estimate(_core.estimate(m._core, dev._core, quant, batch, prompt_tokens, gen_tokens, kv_dtype,
                                    flash_attention, engine, tensor_parallel, draft, draft_quant or "", draft_tokens,
-                                   acceptance))
+                                   acceptance, context_tokens, ub))
 
 
 class FitReport:

@@ -29,7 +29,7 @@ T = TypeVar("T")
 __all__ = ["sweep", "max_batch", "cheapest", "pareto", "BatchAnswer"]
 
 # Column order of a sweep's DataFrame: the configuration, then the estimate's fields in rp.Estimate's order.
-_CONFIG = ["model", "quant", "device", "engine", "kv_dtype", "flash_attention", "tensor_parallel"]
+_CONFIG = ["model", "quant", "device", "engine", "kv_dtype", "flash_attention", "tensor_parallel", "ubatch_tokens"]
 _ORDER = [name for name, _type, _unit, _meaning, config in _core.estimate_fields() if not config]
 
 
@@ -148,18 +148,21 @@ def _frame(table: Dict[str, Any], axes: _Axes) -> pd.DataFrame:
 
 def sweep(models: Any = None, quants: Any = None, devices: Any = None, batch: Any = 1, prompt_tokens: Any = 512,
           gen_tokens: Any = 128, kv_dtype: Any = "f16", flash_attention: Any = False, engine: Any = "llama.cpp",
-          tensor_parallel: Any = 1, *, points: Any = None, threads: Optional[int] = None,
-          skip_invalid: bool = False) -> pd.DataFrame:
+          tensor_parallel: Any = 1, *, context_tokens: Any = 0, ubatch_tokens: Any = None, points: Any = None,
+          threads: Optional[int] = None, skip_invalid: bool = False) -> pd.DataFrame:
     """Estimate every combination of the arguments (each a value or a list) in the core; one row per point.
 
     Rows are ordered as nested loops over model, quant, device, engine, kv_dtype, flash_attention,
-    tensor_parallel, prompt_tokens, gen_tokens and batch (the last fastest). Columns: the configuration
+    tensor_parallel, ubatch_tokens, context_tokens, prompt_tokens, gen_tokens and batch (the last fastest).
+    ``context_tokens``: tokens already cached before each prompt (llama-bench's ``-d``); ``ubatch_tokens``: the prompt
+    micro-batch (llama.cpp's ``-ub``; None: the engine's). Columns: the configuration
     (categorical), then every field of ``rp.estimate`` (``memory_*`` for the memory dict, ``fits``, the ceilings).
     A row equals ``rp.estimate`` of that point exactly. Numeric columns are the core's buffers, not copies.
 
     ``points`` instead of the product: a DataFrame or a list of dicts with columns model, quant, device, batch,
-    prompt_tokens, gen_tokens and optionally kv_dtype, flash_attention, engine, tensor_parallel (the other
-    arguments are their defaults); rows keep the points' order and the index is each point's position.
+    prompt_tokens, gen_tokens and optionally kv_dtype, flash_attention, engine, tensor_parallel, context_tokens,
+    ubatch_tokens (the other arguments are their defaults); rows keep the points' order and the index is each
+    point's position.
 
     ``threads``: worker threads (default every core); the values do not depend on it. ``skip_invalid``: leave out
     configurations the core cannot estimate (tensor_parallel not dividing the heads, no interconnect, ...) and list
@@ -169,7 +172,8 @@ def sweep(models: Any = None, quants: Any = None, devices: Any = None, batch: An
     if threads_arg < 0:
         raise ValueError(f"sweep: threads must be >= 1 (or None for every core), got {threads}")
     if points is not None:
-        return _sweep_points(points, kv_dtype, flash_attention, engine, tensor_parallel, threads_arg, skip_invalid)
+        return _sweep_points(points, kv_dtype, flash_attention, engine, tensor_parallel, context_tokens, ubatch_tokens,
+                             threads_arg, skip_invalid)
     for name, value in (("models", models), ("quants", quants), ("devices", devices)):
         if value is None:
             raise ValueError(f"sweep: '{name}' is required (or pass points=)")
@@ -177,12 +181,14 @@ def sweep(models: Any = None, quants: Any = None, devices: Any = None, batch: An
     b = _numbers(_list(batch, "batch"), "batch")
     p = _numbers(_list(prompt_tokens, "prompt_tokens"), "prompt_tokens")
     g = _numbers(_list(gen_tokens, "gen_tokens"), "gen_tokens")
-    table = _core.sweep(*axes.core_args(), b, p, g, threads_arg, bool(skip_invalid))
+    c = _numbers(_list(context_tokens, "context_tokens"), "context_tokens")
+    u = _numbers(_list(0 if ubatch_tokens is None else ubatch_tokens, "ubatch_tokens"), "ubatch_tokens")
+    table = _core.sweep(*axes.core_args(), b, p, g, threads_arg, bool(skip_invalid), c, u)
     return _frame(table, axes)
 
 
-def _sweep_points(points: Any, kv_dtype: Any, flash_attention: Any, engine: Any, tensor_parallel: Any, threads: int,
-                  skip_invalid: bool) -> pd.DataFrame:
+def _sweep_points(points: Any, kv_dtype: Any, flash_attention: Any, engine: Any, tensor_parallel: Any,
+                  context_tokens: Any, ubatch_tokens: Any, threads: int, skip_invalid: bool) -> pd.DataFrame:
     import numpy as np
     import pandas as pd
 
@@ -202,7 +208,9 @@ def _sweep_points(points: Any, kv_dtype: Any, flash_attention: Any, engine: Any,
            "device": column("device", None), "engine": [_engine_name(e) for e in column("engine", engine)],
            "kv_dtype": [str(k) for k in column("kv_dtype", kv_dtype)],
            "flash": [1 if bool(f) else 0 for f in column("flash_attention", flash_attention)],
-           "tp": column("tensor_parallel", tensor_parallel)}
+           "tp": column("tensor_parallel", tensor_parallel),
+           "ubatch": [0.0 if x is None else float(x) for x in column("ubatch_tokens", ubatch_tokens)],
+           "context": column("context_tokens", context_tokens)}
     # distinct values per axis, and each point's index into them
     def codes(values: List[T]) -> Tuple[List[T], List[int]]:
         uniq: Dict[T, int] = {}
@@ -226,6 +234,7 @@ def _sweep_points(points: Any, kv_dtype: Any, flash_attention: Any, engine: Any,
     kvs, kv_codes = codes(raw["kv_dtype"])
     flashes, flash_codes = codes(raw["flash"])
     tps, tp_codes = codes([_tp(t) for t in raw["tp"]])
+    ubatches, ubatch_codes = codes(raw["ubatch"])
     def u32(v: List[int]) -> npt.NDArray[np.uint32]:
         return np.asarray(v, dtype=np.uint32)
 
@@ -236,7 +245,8 @@ def _sweep_points(points: Any, kv_dtype: Any, flash_attention: Any, engine: Any,
                                flashes, tps,
                                u32(model_codes), u32(quant_codes), u32(device_codes), u32(engine_codes),
                                u32(kv_codes), u32(flash_codes), u32(tp_codes), f64("batch"), f64("prompt_tokens"),
-                               f64("gen_tokens"), threads, bool(skip_invalid))
+                               f64("gen_tokens"), threads, bool(skip_invalid), ubatches, u32(ubatch_codes),
+                               np.asarray(_numbers(raw["context"], "context_tokens"), dtype=np.float64))
 
     axes = _Axes.resolved(model_objs, quants, device_objs, engines, kvs, flashes, tps)
     return _frame(table, axes)

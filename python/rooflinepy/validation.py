@@ -1,42 +1,33 @@
-"""Published measurements held against the estimator (``rooflinepy validate``). Predictions come from the core."""
+"""Published measurements held against the estimator (``rooflinepy validate``), and the engine fits of the
+calibration corpus with their cross-validation. Predictions, fits and error summaries come from the core.
+
+Two kinds of table live in ``validation/`` (tests/validation in the repository):
+
+- **point tables**: one row per measurement with a ``source`` column (``seed_m4_pro.csv``, ``gpt_fast_a100*.csv``);
+- **wide corpus tables**, copied verbatim from llama.cpp's scoreboards: one row per chip, one column per
+  (quantization, test); ``corpus_tables.csv`` says what each column measures and ``corpus_devices.csv`` which
+  device (and chip generation) each row is.
+
+``fits.json`` names, per engine backend, the tables its free parameters are fitted to and the parameters with
+their bounds: ``calibration/fit_defaults.py`` writes the fitted values into engine_db, and :func:`cross_validate`
+reports in-sample, leave-one-device-out and leave-one-generation-out errors of the same fit.
+"""
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ._engine import Engine
+
 _FIELDS = ["source", "engine", "device", "model", "quant", "test", "batch", "prompt_tokens", "gen_tokens",
            "flash_attention", "tensor_parallel", "measured_tokens_per_s", "tolerance", "notes"]
 
-
-def data_files() -> List[Path]:
-    """The installed measurement tables (CSV with a source column)."""
-    from . import data_dir
-
-    return sorted((data_dir() / "validation").glob("*.csv"))
-
-
-def load(paths: Optional[List[Path]] = None) -> pd.DataFrame:
-    """Every published point as a DataFrame (one row per measurement, with its source)."""
-    import pandas as pd
-
-    frames = []
-    for path in paths or data_files():
-        with open(path, newline="") as f:
-            rows = list(csv.DictReader(f))
-        for i, r in enumerate(rows):
-            missing = [k for k in _FIELDS if k not in r]
-            if missing:
-                raise ValueError(f"{path}: row {i + 2} lacks column(s) {', '.join(missing)}")
-        df = pd.DataFrame(rows, columns=_FIELDS)
-        df.insert(0, "table", path.stem)
-        frames.append(df)
-    if not frames:
-        raise FileNotFoundError("no validation tables found under " + str(data_dir_validation()))
-    return pd.concat(frames, ignore_index=True)
+Point = Dict[str, Any]
 
 
 def data_dir_validation() -> Path:
@@ -45,27 +36,164 @@ def data_dir_validation() -> Path:
     return data_dir() / "validation"
 
 
-def run(paths: Optional[List[Path]] = None) -> pd.DataFrame:
-    """Predict every point in the core: measured, predicted (derated roofline + overheads), the pure roofline beside
-    it, and their relative errors."""
+def _comment_lines(path: Path) -> List[str]:
+    out = []
+    with open(path) as f:
+        for line in f:
+            if not line.startswith("#"):
+                break
+            out.append(line[1:].strip())
+    return out
+
+
+def _rows(path: Path) -> List[Dict[str, str]]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+
+
+def _is_point_table(path: Path) -> bool:
+    rows = _rows(path)
+    return bool(rows) and "source" in rows[0] and "measured_tokens_per_s" in rows[0]
+
+
+def data_files() -> List[Path]:
+    """The installed point tables (one measurement per row, with a source column)."""
+    return [p for p in sorted(data_dir_validation().glob("*.csv")) if _is_point_table(p)]
+
+
+def _flag(text: str) -> bool:
+    return str(text).strip() in ("1", "true", "True")
+
+
+def _test_tokens(test: str, table: str) -> Tuple[float, float]:
+    """(prompt_tokens, gen_tokens) of a llama-bench test name: ppN or tgN."""
+    if len(test) > 2 and test[:2] in ("pp", "tg") and test[2:].isdigit():
+        n = float(int(test[2:]))
+        return (n, 0.0) if test[:2] == "pp" else (0.0, n)
+    raise ValueError(f"{table}: test '{test}' is not a llama-bench test name (ppN or tgN)")
+
+
+def _point_table_points(path: Path) -> List[Point]:
+    out: List[Point] = []
+    for i, r in enumerate(_rows(path)):
+        missing = [k for k in _FIELDS if k not in r]
+        if missing:
+            raise ValueError(f"{path}: row {i + 2} lacks column(s) {', '.join(missing)}")
+        gen = float(int(r["gen_tokens"]))
+        out.append({"table": path.stem, "source": r["source"], "engine": r["engine"], "device": r["device"],
+                    "model": r["model"], "quant": r["quant"],
+                    "test": r["test"] or (f"tg{int(gen)}" if gen > 0 else f"pp{int(r['prompt_tokens'])}"),
+                    "batch": float(int(r["batch"])), "prompt_tokens": float(int(r["prompt_tokens"])),
+                    "gen_tokens": gen, "flash_attention": _flag(r["flash_attention"]),
+                    "tensor_parallel": int(r["tensor_parallel"]),
+                    "measured_tokens_per_s": float(r["measured_tokens_per_s"]), "tolerance": float(r["tolerance"]),
+                    "generation": r["device"]})
+    return out
+
+
+def _corpus_points(path: Path, columns: List[Dict[str, str]], names: List[Dict[str, str]]) -> List[Point]:
+    """The measurements of a wide table: each non-empty cell of a described column is one point."""
+    table = path.stem
+    source = " ".join(_comment_lines(path))
+    rows = _rows(path)
+    if not rows:
+        raise ValueError(f"{path}: no rows")
+    name_col = next(iter(rows[0].keys()))  # chip or gpu
+    out: List[Point] = []
+    for i, r in enumerate(rows):
+        cores = r.get("gpu_cores", "")
+        match = [n for n in names if n["table"] == table and n["name"] == r[name_col] and n["gpu_cores"] == cores]
+        if len(match) != 1:
+            raise ValueError(f"{path}: row {i + 2} ('{r[name_col]}' {cores}) has {len(match)} entries in "
+                             f"corpus_devices.csv; exactly one is needed")
+        dev = match[0]
+        for c in columns:
+            if c["column"] not in r:
+                raise ValueError(f"{path}: corpus_tables.csv names a column '{c['column']}' the table lacks "
+                                 f"(it has {', '.join(r)})")
+            cell = r[c["column"]].strip()
+            if not cell:
+                continue  # memory too small, or nothing posted
+            prompt, gen = _test_tokens(c["test"], table)
+            out.append({"table": table, "source": source, "engine": c["engine"], "device": dev["device"],
+                        "model": c["model"], "quant": c["quant"], "test": c["test"], "batch": 1.0,
+                        "prompt_tokens": prompt, "gen_tokens": gen, "flash_attention": _flag(c["flash_attention"]),
+                        "tensor_parallel": 1, "measured_tokens_per_s": float(cell), "tolerance": 0.0,
+                        "generation": dev["generation"]})
+    return out
+
+
+def points(tables: Optional[List[str]] = None, directory: Optional[Path] = None) -> List[Point]:
+    """Every measurement of the point tables and the corpus tables (or of the tables named), one dict each: the
+    workload (engine, device, model, quant, test, batch, prompt/gen tokens, flash_attention, tensor_parallel), the
+    measured tokens/s, the tolerance (0 for corpus points), the table, its source and the chip generation."""
+    folder = directory or data_dir_validation()
+    described = _rows(folder / "corpus_tables.csv")
+    names = _rows(folder / "corpus_devices.csv")
+    out: List[Point] = []
+    found = set()
+    for path in sorted(folder.glob("*.csv")):
+        if path.stem in ("corpus_tables", "corpus_devices") or (tables is not None and path.stem not in tables):
+            continue
+        found.add(path.stem)
+        if _is_point_table(path):
+            out += _point_table_points(path)
+        else:
+            columns = [c for c in described if c["table"] == path.stem]
+            if not columns:
+                raise ValueError(f"{path}: neither a point table (with source and measured_tokens_per_s columns) "
+                                 f"nor described in corpus_tables.csv")
+            out += _corpus_points(path, columns, names)
+    missing = sorted(set(tables or []) - found)
+    if missing:
+        have = sorted(p.stem for p in folder.glob("*.csv"))
+        raise ValueError(f"no validation table {', '.join(missing)} under {folder}; there are: {', '.join(have)}")
+    return out
+
+
+def _points_of(paths: Optional[List[Path]]) -> List[Point]:
+    if paths is None:
+        return points()
+    pts: List[Point] = []
+    for p in paths:
+        pts += _point_table_points(p) if _is_point_table(p) else points([p.stem], p.parent)
+    return pts
+
+
+def load(paths: Optional[List[Path]] = None) -> pd.DataFrame:
+    """Every published point as a DataFrame (one row per measurement, with its source)."""
     import pandas as pd
 
-    from . import _core, device, model
+    pts = _points_of(paths)
+    if not pts:
+        raise FileNotFoundError("no validation tables found under " + str(data_dir_validation()))
+    return pd.DataFrame(pts)
 
-    df = load(paths)
-    rows, models, devices = [], [], []
-    for _, r in df.iterrows():
-        decode = int(r["gen_tokens"]) > 0
-        rows.append({"table": r["table"], "source": r["source"], "quant": r["quant"], "engine": r["engine"],
-                     "test": r["test"] or (f"tg{int(r['gen_tokens'])}" if decode else f"pp{int(r['prompt_tokens'])}"),
-                     "batch": float(int(r["batch"])), "prompt_tokens": float(int(r["prompt_tokens"])),
-                     "gen_tokens": float(int(r["gen_tokens"])),
-                     "flash_attention": str(r["flash_attention"]).strip() in ("1", "true", "True"),
-                     "tensor_parallel": int(r["tensor_parallel"]),
-                     "measured_tokens_per_s": float(r["measured_tokens_per_s"]), "tolerance": float(r["tolerance"])})
-        models.append(model(r["model"])._core)
-        devices.append(device(r["device"])._core)
-    return pd.DataFrame(_core.validate(rows, models, devices))
+
+def _core_inputs(pts: List[Point]) -> Tuple[List[Point], List[Any], List[Any]]:
+    from . import device, model
+
+    models: Dict[str, Any] = {}
+    devices: Dict[str, Any] = {}
+    for p in pts:
+        if p["model"] not in models:
+            models[p["model"]] = model(p["model"])._core
+        if p["device"] not in devices:
+            devices[p["device"]] = device(p["device"])._core
+    return pts, [models[p["model"]] for p in pts], [devices[p["device"]] for p in pts]
+
+
+def run(paths: Optional[List[Path]] = None) -> pd.DataFrame:
+    """Predict every point with the defaults in the core: measured, predicted (derated roofline + overheads), the
+    pure roofline beside it, and their relative errors."""
+    import pandas as pd
+
+    from . import _core
+
+    pts, models, devices = _core_inputs(_points_of(paths))
+    out = pd.DataFrame(_core.validate(pts, models, devices))
+    out["generation"] = [p["generation"] for p in pts]
+    return out
 
 
 def mape(results: pd.DataFrame) -> Dict[str, Dict[str, Any]]:
@@ -74,3 +202,127 @@ def mape(results: pd.DataFrame) -> Dict[str, Dict[str, Any]]:
     from . import _core
 
     return dict(_core.summarize_validation(list(zip(results["table"], results["error"], results["roofline_error"]))))
+
+
+# ---- engine fits -------------------------------------------------------------------------------------------------
+def fits(directory: Optional[Path] = None) -> List[Dict[str, Any]]:
+    """The engine fits of ``fits.json``: per fit its engine, backend, tables and parameters (key, lo, hi)."""
+    path = (directory or data_dir_validation()) / "fits.json"
+    with open(path) as f:
+        spec = json.load(f)
+    out = spec.get("fits")
+    if not isinstance(out, list) or not out:
+        raise ValueError(f"{path}: 'fits' must be a non-empty list")
+    for i, x in enumerate(out):
+        for key in ("name", "engine", "backend", "tables", "parameters"):
+            if key not in x:
+                raise ValueError(f"{path}: fits[{i}] lacks '{key}'")
+    return out
+
+
+def fit_points(fit: Dict[str, Any], directory: Optional[Path] = None) -> List[Point]:
+    """The measurements a fit is fitted to, each of its phase."""
+    return points(list(fit["tables"]), directory)
+
+
+def _params(fit: Dict[str, Any]) -> List[Tuple[str, str, float, float]]:
+    return [(fit["backend"], p["key"], float(p["lo"]), float(p["hi"])) for p in fit["parameters"]]
+
+
+def fit_engine(fit: Dict[str, Any], start: Optional[Engine] = None,
+               directory: Optional[Path] = None) -> Tuple[Engine, List[float], List[Point]]:
+    """Fit a fit's parameters to its tables (least squares on log(predicted / measured), in the core), from the
+    engine's current values or `start`: (fitted engine, values in parameter order, points with 'predicted')."""
+    from . import _core
+    from ._engine import Engine, engine
+
+    e = start or engine(fit["engine"])
+    pts, models, devices = _core_inputs(fit_points(fit, directory))
+    r = _core.fit_engine(e._core, _params(fit), pts, models, devices)
+    for p, y in zip(pts, r.predicted):
+        p["predicted"] = y
+    return Engine(r.engine), list(r.values), pts
+
+
+def cross_validate(fit: Dict[str, Any], directory: Optional[Path] = None, start: Optional[Engine] = None) -> pd.DataFrame:
+    """Every point of a fit's tables predicted four ways: by the committed defaults, by the fit to all points
+    (in-sample), by a fit without the point's device (leave-one-device-out), by a fit without its chip generation
+    (leave-one-generation-out, where the tables span more than one); and the pure roofline. Errors are
+    predicted / measured − 1. `start`: the engine to start from (default: engine_db's)."""
+    import pandas as pd
+
+    from . import _core
+    from ._engine import engine
+
+    e = start or engine(fit["engine"])
+    pts, models, devices = _core_inputs(fit_points(fit, directory))
+    params = _params(fit)
+    defaults = _core.predict_points(e._core, pts, models, devices)
+    in_sample = _core.fit_engine(e._core, params, pts, models, devices).predicted
+    nan = [float("nan")] * len(pts)
+    devs = [p["device"] for p in pts]
+    lodo = _core.cross_validate_engine(e._core, params, pts, models, devices, devs) if len(set(devs)) > 1 else nan
+    gens = [p["generation"] for p in pts]
+    logo = _core.cross_validate_engine(e._core, params, pts, models, devices, gens) if len(set(gens)) > 1 else nan
+    roof = _core.validate(pts, models, devices)
+    rows = []
+    for p, d, i, o, g, r in zip(pts, defaults, in_sample, lodo, logo, roof):
+        m = p["measured_tokens_per_s"]
+        rows.append({"fit": fit["name"], "table": p["table"], "device": p["device"], "generation": p["generation"],
+                     "model": p["model"], "quant": p["quant"], "test": p["test"],
+                     "flash_attention": p["flash_attention"], "measured": m, "defaults": d, "in_sample": i,
+                     "lodo": o, "logo": g, "roofline": r["roofline"],
+                     "defaults_error": d / m - 1, "in_sample_error": i / m - 1, "lodo_error": o / m - 1,
+                     "logo_error": g / m - 1, "roofline_error": r["roofline"] / m - 1})
+    return pd.DataFrame(rows)
+
+
+def cross_validation_summary(cv: pd.DataFrame) -> List[Dict[str, Any]]:
+    """Per (table, phase): MAPE and largest error, in percent, of the defaults, in-sample, leave-one-device-out,
+    leave-one-generation-out and the pure roofline (the core's summary)."""
+    from . import _core
+
+    out = []
+    cv = cv.assign(phase=["decode" if t.startswith("tg") else "prefill" for t in cv["test"]])
+    for (table, phase), g in cv.groupby(["table", "phase"], sort=False):
+        row: Dict[str, Any] = {"table": table, "phase": phase, "points": len(g)}
+        for kind in ("defaults", "in_sample", "lodo", "logo"):
+            if g[f"{kind}_error"].isna().all():
+                row[kind] = row[kind + "_max"] = float("nan")
+                continue
+            s = _core.summarize_validation(list(zip(["t"] * len(g), g[f"{kind}_error"], g["roofline_error"])))["t"]
+            row[kind], row[kind + "_max"] = s["estimator"], s["estimator_max"]
+            row["roofline"], row["roofline_max"] = s["roofline"], s["roofline_max"]
+        out.append(row)
+    return out
+
+
+def one_shot_calibration(table: str = "llamacpp_metal_llama2_7b", engine: str = "llama.cpp-metal-2023",
+                         reference: str = "Q8_0", test: str = "tg128") -> pd.DataFrame:
+    """One measurement per chip → the chip's other quantizations: each device of `table` calibrated
+    (``calibrate_from_measurements``) from its `reference` `test` alone, then the table's other quantizations of that
+    test predicted with it. One row per prediction: device, quant, measured, predicted, error."""
+    import pandas as pd
+
+    from .inference import calibrate_from_measurements, estimate
+
+    by: Dict[str, Dict[str, Point]] = {}
+    for p in points([table]):
+        if p["test"] == test:
+            by.setdefault(p["device"], {})[p["quant"]] = p
+    rows = []
+    for dev, q in by.items():
+        if reference not in q:
+            continue
+        ref = q[reference]
+        cal = calibrate_from_measurements(dev, [{"model": ref["model"], "quant": reference, "test": test,
+                                                 "tokens_per_s": ref["measured_tokens_per_s"]}], engine=engine)
+        for quant, p in q.items():
+            if quant == reference:
+                continue
+            e = estimate(model=p["model"], quant=quant, device=cal, prompt_tokens=p["prompt_tokens"],
+                         gen_tokens=p["gen_tokens"], engine=engine)
+            y = e.decode_tokens_per_s if p["gen_tokens"] > 0 else e.prefill_tokens_per_s
+            rows.append({"table": table, "device": dev, "quant": quant, "measured": p["measured_tokens_per_s"],
+                         "predicted": y, "error": y / p["measured_tokens_per_s"] - 1})
+    return pd.DataFrame(rows)

@@ -101,13 +101,17 @@ TEST_CASE("seed: A100 ridge point ~156 FLOP/byte (~312 FLOPs per fp16 element)")
     CHECK(ridge * dtype_bytes(DType::fp16) == doctest::Approx(312).epsilon(0.02));
 }
 
-TEST_CASE("formats without units of their own run at the peak of the format they widen to") {
+TEST_CASE("bf16, tf32 and int32 work without units of their own run in fp32; low-precision formats never widen") {
     const Device d = parse_device(kMinimal);
     CHECK(d.execution_peak(DType::fp16).flops_per_s == doctest::Approx(1e14));
-    CHECK(d.execution_peak(DType::fp8_e4m3).format == DType::fp16);
-    CHECK(d.execution_peak(DType::fp4).format == DType::fp16);
     CHECK(d.execution_peak(DType::bf16).format == DType::fp32);
-    CHECK(d.execution_peak(DType::int4).format == DType::fp16);
+    CHECK(d.execution_peak(DType::tf32).format == DType::fp32);
+    CHECK(d.execution_peak(DType::int32, Unit::vector).format == DType::fp32);
+    // fp8 on a device without fp8 units (an A100, an M1) is not an fp16 kernel in disguise: an error naming what it has
+    for (DType low : {DType::fp8_e4m3, DType::fp8_e5m2, DType::fp4, DType::int8, DType::int4}) {
+        CAPTURE(dtype_name(low));
+        CHECK_THROWS_WITH_AS(d.execution_peak(low), doctest::Contains("it has:"), NotFound);
+    }
     CHECK_THROWS_AS(d.execution_peak(DType::fp64), NotFound);
     CHECK_THROWS_AS(d.peak_flops(DType::fp8_e4m3), NotFound);  // the datasheet query stays strict
 }

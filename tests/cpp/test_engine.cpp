@@ -44,7 +44,14 @@ const char* const kTinyEngine = R"({
       "runtime_overhead_GB": {"value": 0.5, "source": "made up"},
       "all_reduce": {"value": "ring", "source": "made up"},
       "collective_step_latency_us": {"value": 0.5, "source": "made up"},
-      "vocab_parallel": {"value": true, "source": "made up"}
+      "vocab_parallel": {"value": true, "source": "made up"},
+      "bandwidth_fraction": {"value": 1.0, "source": "made up"},
+      "op_kernels": {"value": {}, "source": "made up"},
+      "prefill_ubatch_tokens": {"value": 0, "source": "made up"},
+      "flash_attention_version": {"value": 2, "source": "made up"},
+      "attention_score_bytes": {"value": 0, "source": "made up"},
+      "prediction_interval": {"value": {"coverage": 0.8, "decode": [0.9, 1.1], "prefill": [0.8, 1.2],
+                              "device_families": ["toy"], "weight_formats": ["Q4_0"], "widen": 2}, "source": "made up"}
     }
   }
 })";
@@ -60,14 +67,23 @@ const char* const kFullEngine = R"({
       "linear_kernels": {"value": [
         {"name": "gemv", "weights": ["quantized", "f16"], "max_rows": 4, "unit": "vector", "compute": "fp32", "source": "k1"},
         {"name": "gemm", "weights": ["*"], "unit": "matrix", "compute": "activation", "tile_m": 64, "tile_n": 32,
-         "dequant_every_rows": 32, "dequant_overlapped": false, "source": "k2", "uncertain": "a guess"}
+         "dequant_every_rows": 32, "dequant_overlapped": false, "efficiency": 0.8, "alu_ops_per_mac": 0.5,
+         "alu_format": "int32", "launches": 2, "source": "k2", "uncertain": "a guess"}
       ]},
       "fused_qkv": {"value": false, "source": "s3"},
       "logits_last_token_only": {"value": false, "source": "s4"},
       "runtime_overhead_GB": {"value": 0.7, "source": "s5"},
       "all_reduce": {"value": "one-shot", "source": "s6"},
       "collective_step_latency_us": {"value": 0.47, "source": "s7"},
-      "vocab_parallel": {"value": true, "source": "s8", "uncertain": "maybe"}
+      "vocab_parallel": {"value": true, "source": "s8", "uncertain": "maybe"},
+      "bandwidth_fraction": {"value": 0.9, "source": "s9"},
+      "op_kernels": {"value": {"rope": 2, "kv_append": 1}, "source": "s10"},
+      "prefill_ubatch_tokens": {"value": 512, "source": "s11"},
+      "flash_attention_version": {"value": 1, "source": "s12"},
+      "attention_score_bytes": {"value": 24, "source": "s13"},
+      "prediction_interval": {"value": {"coverage": 0.8, "decode": [0.95, 1.05], "prefill": [0.9, 1.15],
+                              "device_families": ["apple-m1", "apple-m2"], "weight_formats": ["*"], "widen": 3},
+                              "source": "s14"}
     },
     "metal": {"fused_qkv": {"value": true, "source": "made up too"}}
   }
@@ -76,7 +92,9 @@ const char* const kFullEngine = R"({
 // The properties every resolved backend holds, by their engine_db keys.
 const std::vector<std::string> kProperties = {"kernel_fixed_cost_scale", "activation_format", "fused_qkv",
                                               "logits_last_token_only",  "runtime_overhead_GB", "all_reduce",
-                                              "collective_step_latency_us", "vocab_parallel"};
+                                              "collective_step_latency_us", "vocab_parallel", "bandwidth_fraction",
+                                              "op_kernels", "prefill_ubatch_tokens", "flash_attention_version",
+                                              "attention_score_bytes", "prediction_interval"};
 
 void check_error(const std::string& text, const std::vector<std::string>& expected, const std::vector<Engine>* bases = nullptr) {
     try {
@@ -104,6 +122,19 @@ void check_same_backend(const EngineBackend& a, const EngineBackend& b) {
     CHECK(a.all_reduce == b.all_reduce);
     CHECK(a.collective_step_latency_s == doctest::Approx(b.collective_step_latency_s).epsilon(1e-15));  // us in the file
     CHECK(a.vocab_parallel == b.vocab_parallel);
+    CHECK(a.bandwidth_fraction == b.bandwidth_fraction);
+    CHECK(a.op_kernels == b.op_kernels);
+    CHECK(a.prefill_ubatch_tokens == b.prefill_ubatch_tokens);
+    CHECK(a.flash_attention_version == b.flash_attention_version);
+    CHECK(a.attention_score_bytes == b.attention_score_bytes);
+    CHECK(a.interval.coverage == b.interval.coverage);
+    CHECK(a.interval.decode_lo == b.interval.decode_lo);
+    CHECK(a.interval.decode_hi == b.interval.decode_hi);
+    CHECK(a.interval.prefill_lo == b.interval.prefill_lo);
+    CHECK(a.interval.prefill_hi == b.interval.prefill_hi);
+    CHECK(a.interval.device_families == b.interval.device_families);
+    CHECK(a.interval.weight_formats == b.interval.weight_formats);
+    CHECK(a.interval.widen == b.interval.widen);
     REQUIRE(a.linear_kernels.size() == b.linear_kernels.size());
     for (std::size_t i = 0; i < a.linear_kernels.size(); ++i) {
         const LinearKernel &x = a.linear_kernels[i], &y = b.linear_kernels[i];
@@ -119,6 +150,10 @@ void check_same_backend(const EngineBackend& a, const EngineBackend& b) {
         }
         CHECK(x.dequant_every_rows == y.dequant_every_rows);
         CHECK(x.dequant_overlapped == y.dequant_overlapped);
+        CHECK(x.efficiency == y.efficiency);
+        CHECK(x.alu_ops_per_mac == y.alu_ops_per_mac);
+        CHECK(x.alu_format == y.alu_format);
+        CHECK(x.launches == y.launches);
         CHECK(x.provenance.source == y.provenance.source);
         CHECK(x.provenance.uncertain == y.provenance.uncertain);
     }
@@ -186,13 +221,18 @@ TEST_CASE("gpt-fast is based on cuda-graphs and overrides what its source does d
     for (const LinearKernel& k : g.linear_kernels) CHECK(k.dequant_overlapped);
     CHECK(f.sources.at("fused_qkv").source != g.sources.at("fused_qkv").source);
     // inherited, with the base's sources
-    for (const char* key : {"kernel_fixed_cost_scale", "activation_format", "logits_last_token_only", "runtime_overhead_GB",
+    // fitted to gpt-fast's own table (calibration/fit_defaults.py), with that as its source
+    for (const char* key : {"kernel_fixed_cost_scale", "bandwidth_fraction"}) {
+        CAPTURE(key);
+        CHECK(f.sources.at(key).source.find("calibration/fit_defaults.py") != std::string::npos);
+        CHECK(f.sources.at(key).source.find("gpt_fast_a100.csv") != std::string::npos);
+    }
+    for (const char* key : {"activation_format", "logits_last_token_only", "runtime_overhead_GB",
                             "collective_step_latency_us"}) {
         CAPTURE(key);
         REQUIRE(f.sources.count(key) == 1);
         CHECK(f.sources.at(key).source == g.sources.at(key).source);
     }
-    CHECK(f.kernel_fixed_cost_scale == g.kernel_fixed_cost_scale);
     CHECK(f.activation_format == g.activation_format);
     CHECK(f.logits_last_token_only == g.logits_last_token_only);
     CHECK(f.runtime_overhead_bytes == g.runtime_overhead_bytes);
@@ -263,6 +303,14 @@ TEST_CASE("parse_engine: errors name the origin and the field path") {
     }
     SUBCASE("a bad value") {
         check_error(with(kTinyEngine, R"("value": 2.0)", R"("value": -1)"), {"backends.any.kernel_fixed_cost_scale.value"});
+        check_error(with(kTinyEngine, R"("decode": [0.9, 1.1])", R"("decode": [1.1, 0.9])"),
+                    {"backends.any.prediction_interval.value.decode", "0 < lo <= 1 <= hi"});
+        check_error(with(kTinyEngine, R"("prefill": [0.8, 1.2])", R"("prefill": [0.8])"),
+                    {"backends.any.prediction_interval.value.prefill", "[lo, hi]"});
+        check_error(with(kTinyEngine, R"("weight_formats": ["Q4_0"])", R"("weight_formats": [""])"),
+                    {"backends.any.prediction_interval.value.weight_formats", "non-empty"});
+        check_error(with(kTinyEngine, R"("coverage": 0.8, "decode": [0.9, 1.1])", R"("coverage": 1.5, "decode": [0.9, 1.1])"),
+                    {"backends.any.prediction_interval.value.coverage"});
         check_error(with(kTinyEngine, R"("value": "bf16")", R"("value": "int8")"), {"backends.any.activation_format.value", "int8"});
         check_error(with(kTinyEngine, R"("compute": "activation", "source")", R"("compute": "fp7", "source")"),
                     {"backends.any.linear_kernels.value[0].compute", "fp7"});

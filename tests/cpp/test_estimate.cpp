@@ -1,11 +1,13 @@
 // Estimates: what a workload is checked for, the one field table, and the fields derived from others.
 #include <doctest/doctest.h>
 
+#include "roofline/engine.hpp"
 #include "roofline/errors.hpp"
 #include "roofline/estimate.hpp"
 #include "roofline/sweep.hpp"
 #include "test_helpers.hpp"
 
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -54,7 +56,7 @@ TEST_CASE("estimate_fields: the configuration fields, then the row fields, in ta
     ROOFLINE_ESTIMATE_FIELDS(ROOFLINE_X)
 #undef ROOFLINE_X
     CHECK(config == std::vector<std::string>{"model", "quant", "device", "engine", "kv_dtype", "flash_attention",
-                                             "tensor_parallel"});
+                                             "tensor_parallel", "ubatch_tokens"});
     REQUIRE(fields.size() == config.size() + row.size());
     for (std::size_t i = 0; i < fields.size(); ++i) {
         const FieldInfo& f = fields[i];
@@ -151,4 +153,34 @@ TEST_CASE("an estimate: its configuration, tpot_s = decode_s / gen_tokens, ceili
     CHECK(e.tpot_s == 0);
     CHECK(e.ceiling_decode_total == 0);
     CHECK(e.decode_bound == PhaseBound::absent);
+}
+
+TEST_CASE("every estimate carries its engine's prediction interval, widened outside what the corpus covered") {
+    const Model m = catalog("llama-2-7b");
+    const DeviceDB& db = roofline::test::hardware_db();
+    auto at = [&](const char* device, const char* quant) {
+        Workload w;
+        w.quant = quant;
+        w.prompt_tokens = 512;
+        w.gen_tokens = 128;
+        w.engine = "llama.cpp";
+        return estimate(m, db.get(device), w);
+    };
+    const Estimate in = at("m2-max-38c", "Q4_0");  // an Apple family and a format the Metal corpus measured
+    const PredictionInterval& pi = engine("llama.cpp")->on(db.get("m2-max-38c")).interval;
+    REQUIRE(pi.decode_lo < 1);
+    REQUIRE(pi.decode_hi > 1);
+    CHECK(in.decode_tokens_per_s_lo == doctest::Approx(in.decode_tokens_per_s * pi.decode_lo));
+    CHECK(in.decode_tokens_per_s_hi == doctest::Approx(in.decode_tokens_per_s * pi.decode_hi));
+    CHECK(in.prefill_tokens_per_s_lo == doctest::Approx(in.prefill_tokens_per_s * pi.prefill_lo));
+    CHECK(in.prefill_tokens_per_s_hi == doctest::Approx(in.prefill_tokens_per_s * pi.prefill_hi));
+    // a K-quant the corpus did not measure: widen-fold in log space
+    const Estimate kq = at("m2-max-38c", "Q5_K_M");
+    CHECK(kq.decode_tokens_per_s_lo / kq.decode_tokens_per_s == doctest::Approx(std::pow(pi.decode_lo, pi.widen)));
+    CHECK(kq.decode_tokens_per_s_hi / kq.decode_tokens_per_s == doctest::Approx(std::pow(pi.decode_hi, pi.widen)));
+    // lo <= estimate <= hi always
+    for (const Estimate* e : {&in, &kq}) {
+        CHECK(e->decode_tokens_per_s_lo <= e->decode_tokens_per_s);
+        CHECK(e->decode_tokens_per_s <= e->decode_tokens_per_s_hi);
+    }
 }

@@ -46,7 +46,9 @@ inline const char* const kToyDevice = R"({
              "sram": {"type": "smem", "per_unit_KiB": 192, "source": "made up for a test"}},
   "compute": [{"format": "bf16", "unit": "matrix", "peak_TFLOPS": 100, "source": "made up for a test"},
               {"format": "fp16", "unit": "matrix", "peak_TFLOPS": 100, "source": "made up for a test"},
-              {"format": "fp32", "unit": "vector", "peak_TFLOPS": 10, "source": "made up for a test"}],
+              {"format": "int8", "unit": "matrix", "peak_TFLOPS": 200, "source": "made up for a test"},
+              {"format": "fp32", "unit": "vector", "peak_TFLOPS": 10, "source": "made up for a test"},
+              {"format": "int32", "unit": "vector", "peak_TFLOPS": 5, "source": "made up for a test"}],
   "interconnect": [{"name": "link", "bandwidth_GBps": 100, "source": "made up for a test"}],
   "efficiency": {"dram_bandwidth_fraction": 0.8, "compute_fraction": 0.7, "launch_overhead_us": 3, "source": "made up for a test"}
 })";

@@ -156,6 +156,7 @@ TEST_CASE("a multi-token step reads the past K and V once, per KV head, in the c
     const Format f16 = format_of(DType::fp16);
     PhaseOptions options = phase_options(engine("llama.cpp")->backend("any"), "llama.cpp", parse_kv_format("f16"), false, 1);
     options.activation = f16;  // activations in the cache's format: the only difference between the points is the past
+    options.attention_score_bytes = 0;  // S and P written and read once each in that format
     const std::vector<OpSlot> slots = forward_slots(m, tensor_formats(m, "F16", f16), options);
     const auto at = std::find_if(slots.begin(), slots.end(), [](const OpSlot& s) { return s.kind == SlotKind::attention; });
     REQUIRE(at != slots.end());

@@ -5,6 +5,7 @@
 #include "roofline/ops/embedding.hpp"
 #include "roofline/ops/linear.hpp"
 #include "roofline/ops/pointwise.hpp"
+#include "test_helpers.hpp"
 
 #include <cmath>
 
@@ -90,7 +91,7 @@ TEST_CASE("flash attention: same matrix FLOPs, DRAM traffic linear in N, far bel
     const Format f16 = format_of(DType::fp16);
     const double sram = 192.0 * 1024;
     auto at = [&](double n, AttentionKind k) {
-        return attention(AttentionShape{1, 1, n, n, 128, false}, f16, k, false, FlashTiles{sram, 0});
+        return attention(AttentionShape{1, 1, n, n, 128, false}, f16, k, false, FlashTiles{sram, 0, 1, 1});  // FA-1
     };
     for (double n : {512.0, 2048.0, 8192.0}) {
         CHECK(at(n, AttentionKind::flash).flops(Unit::matrix, DType::fp16) ==
@@ -113,12 +114,59 @@ TEST_CASE("flash attention: same matrix FLOPs, DRAM traffic linear in N, far bel
     CHECK(fl.bytes_written[0] == doctest::Approx(expect_write));
     CHECK(fl.bytes(Level::sram) > fl.bytes(Level::dram));
     // With an L2 that holds one head's Q and O the re-reads are L2 hits: DRAM sees the compulsory traffic only
-    const OpCost cached = attention(AttentionShape{1, 1, 4096, 4096, 128, false}, f16, AttentionKind::flash, false, FlashTiles{sram, 40e6});
+    const OpCost cached = attention(AttentionShape{1, 1, 4096, 4096, 128, false}, f16, AttentionKind::flash, false, FlashTiles{sram, 40e6, 1, 1});
     CHECK(cached.bytes(Level::dram) == doctest::Approx(2.0 * 4 * 4096 * 128));
     CHECK(cached.bytes(Level::l2) == doctest::Approx(fl.bytes(Level::l2)));
-    const OpCost cached2 = attention(AttentionShape{1, 1, 8192, 8192, 128, false}, f16, AttentionKind::flash, false, FlashTiles{sram, 40e6});
+    const OpCost cached2 = attention(AttentionShape{1, 1, 8192, 8192, 128, false}, f16, AttentionKind::flash, false, FlashTiles{sram, 40e6, 1, 1});
     CHECK(cached2.bytes() == doctest::Approx(2 * cached.bytes()));  // linear in N
     CHECK_THROWS_AS(attention(AttentionShape{1, 1, 64, 64, 128, false}, f16, AttentionKind::flash, false, FlashTiles{0, 0}), InvalidArgument);
+}
+
+TEST_CASE("flash attention by version: FA-1 re-reads Q and O per K/V block, FA-2 streams K and V per Q block") {
+    const Format f16 = format_of(DType::fp16);
+    const double sram = 192.0 * 1024, N = 4096, d = 128;
+    const AttentionShape s{1, 1, N, N, d, false};
+    auto fa = [&](int version, double l2, double units, bool backward = false) {
+        return attention(s, f16, AttentionKind::flash, backward, FlashTiles{sram, l2, units, version});
+    };
+    // E = 98304 elements: Bc = 192 key rows, Br = min(192, d) = 128 query rows; Tc = 22, Tr = 32
+    const double QO = 2.0 * N * d, KVb = 2.0 * 2 * N * d;  // Q (or O) and K + V, in bytes
+    const OpCost v2 = fa(2, 0, 1);
+    CHECK(v2.bytes_read[0] == doctest::Approx(QO + KVb + 31 * KVb));  // K and V again for each further Q block
+    CHECK(v2.bytes_written[0] == doctest::Approx(QO));                 // O once: its block stays resident
+    const OpCost v1 = fa(1, 0, 1);
+    CHECK(v1.bytes_written[0] == doctest::Approx(QO + 21 * (QO + 4.0 * 2 * N)));  // O and m, l per further K/V block
+    CHECK(v1.bytes_written[0] > v2.bytes_written[0]);
+    // an L2 that holds one head's K and V catches FA-2's re-reads; 132 resident blocks over 32 Q blocks span
+    // ceil(132 / 32) = 5 heads' K and V (10 MB), which a 4 MB L2 does not hold
+    CHECK(fa(2, 40e6, 132).bytes(Level::dram) == doctest::Approx(2 * QO + KVb));
+    CHECK(fa(2, 40e6, 132).bytes(Level::l2) == doctest::Approx(2 * QO + KVb + 31 * KVb));  // the L2 level: DRAM traffic and the hits
+    CHECK(fa(2, 4e6, 132).bytes(Level::dram) == doctest::Approx(v2.bytes(Level::dram)));
+    // FA-1's re-read rows are Q, O and m, l of min(units, heads) heads
+    CHECK(fa(1, 40e6, 1).bytes(Level::dram) == doctest::Approx(2 * QO + KVb));
+    // the same arithmetic either way
+    CHECK(v1.flops() == v2.flops());
+    // FA-2 backward accumulates dQ in fp32 once per further K/V block (read and written), unless L2 holds it
+    const OpCost b2 = fa(2, 0, 1, true), b2_cached = fa(2, 1e9, 1, true);
+    CHECK(b2.bytes(Level::dram) - b2_cached.bytes(Level::dram) ==
+          doctest::Approx(31 * KVb + 2 * 21 * 4.0 * N * d));
+    // FA-3 has FA-2's loop order; no other version exists
+    Device dev = parse_device(roofline::test::kToyDevice);
+    CHECK(flash_tiles(dev, 3).version == 2);
+    CHECK(flash_tiles(dev, 1).version == 1);
+    CHECK_THROWS_AS(flash_tiles(dev, 4), InvalidArgument);
+    CHECK_THROWS_AS(attention(s, f16, AttentionKind::flash, false, FlashTiles{sram, 0, 1, 5}), InvalidArgument);
+}
+
+TEST_CASE("standard attention: an engine's bytes per score element replace the four activation passes") {
+    const Format f32 = format_of(DType::fp32);
+    const AttentionShape s{1, 32, 512, 512, 128, true};
+    const OpCost plain = attention(s, f32, AttentionKind::standard), cuda = attention(s, f32, AttentionKind::standard, false, {}, nullptr, 24);
+    CHECK(cuda.bytes(Level::dram) - plain.bytes(Level::dram) == doctest::Approx(32 * 512.0 * 512 * (24 - 16)));
+    CHECK(ops::decode_attention(1, 32, 8, 4096, 128, f32, f32, AttentionKind::standard, 24).bytes() -
+              ops::decode_attention(1, 32, 8, 4096, 128, f32, f32, AttentionKind::standard).bytes() ==
+          doctest::Approx(32 * 4096.0 * (24 - 16)));
+    CHECK_THROWS_AS(attention(s, f32, AttentionKind::standard, false, {}, nullptr, -1), InvalidArgument);
 }
 
 TEST_CASE("causal masking halves flash work, not standard work") {

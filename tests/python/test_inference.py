@@ -124,13 +124,33 @@ def test_speculative_and_tensor_parallel():
 
 def test_cli_estimate_llama_bench_rows():
     out = subprocess.run([sys.executable, "-m", "rooflinepy", "estimate", "-m", "qwen3-4b", "-q", "BF16,Q8_0,Q4_K_M",
-                          "-d", "m4-pro"], capture_output=True, text=True, check=True).stdout
+                          "-dev", "m4-pro"], capture_output=True, text=True, check=True).stdout
     for token in ("pp512", "tg128", "Q4_K_M", "8.05 GB", "4.02 B", "m4-pro-20c", "memory:dram", "compute"):
         assert token in out
     data = json.loads(subprocess.run([sys.executable, "-m", "rooflinepy", "estimate", "-m", "qwen3-4b", "-q", "Q8_0",
-                                      "-d", "m4-pro", "-p", "256", "-n", "32", "-b", "1,4", "--json"],
+                                      "-dev", "m4-pro", "-p", "256", "-n", "32", "-b", "1,4", "--json"],
                                      capture_output=True, text=True, check=True).stdout)
     assert [(d["test"], d["batch"]) for d in data] == [("pp256", 1), ("tg32", 1), ("pp256", 4), ("tg32", 4)]
+
+
+def test_cli_estimate_depth_ubatch_and_interval_like_llama_bench():
+    """-d: tokens already in the KV cache (llama-bench's depth), -ub: the prompt micro-batch; every row carries the
+    prediction interval; -d given a device name says where the device goes."""
+    data = json.loads(subprocess.run([sys.executable, "-m", "rooflinepy", "estimate", "-m", "llama-2-7b", "-q", "Q4_0",
+                                      "-dev", "m2-max-38c", "-p", "2048", "-n", "128", "-d", "0,8192", "-ub", "256",
+                                      "--json"], capture_output=True, text=True, check=True).stdout)
+    assert [d["test"] for d in data] == ["pp2048", "tg128", "pp2048 @ d8192", "tg128 @ d8192"]
+    kw = dict(model="llama-2-7b", quant="Q4_0", device="m2-max-38c", ubatch_tokens=256, context_tokens=8192)
+    # each llama-bench test on its own: ppN without generation, tgN without a prompt, both after the depth
+    assert data[2]["tokens_per_s"] == pytest.approx(rp.estimate(prompt_tokens=2048, gen_tokens=0, **kw).prefill_tokens_per_s)
+    assert data[3]["tokens_per_s"] == pytest.approx(rp.estimate(prompt_tokens=0, gen_tokens=128, **kw).decode_tokens_per_s)
+    assert data[2]["ubatch_tokens"] == 256 and data[2]["context_tokens"] == 8192
+    assert data[3]["tokens_per_s"] < data[1]["tokens_per_s"]  # the deeper cache is read every step
+    lo, hi = data[1]["tokens_per_s_interval"]
+    assert lo < data[1]["tokens_per_s"] < hi
+    bad = subprocess.run([sys.executable, "-m", "rooflinepy", "estimate", "-m", "llama-2-7b", "-d", "a100"],
+                         capture_output=True, text=True)
+    assert bad.returncode != 0 and "-dev/--device" in bad.stderr
 
 
 def test_cli_models_and_validate():
@@ -141,7 +161,9 @@ def test_cli_models_and_validate():
 
 
 def test_engines_say_what_they_do_and_where_that_comes_from():
-    assert rp.engines() == ["llama.cpp", "cuda-graphs", "generic", "gpt-fast"]  # engine_db: llama.cpp, then by id
+    assert rp.engines() == ["llama.cpp", "cuda-graphs", "generic", "gpt-fast", "llama.cpp-cpu", "llama.cpp-cuda",
+                            "llama.cpp-metal", "llama.cpp-metal-2023", "llama.cpp-rocm",
+                            "llama.cpp-vulkan"]  # engine_db: llama.cpp, then by id
     g = rp.engine("gpt-fast").backend("any")
     dequant_overlapped = any(k.dequant_overlapped for k in g.linear_kernels)
     assert (g.fused_qkv, g.vocab_parallel, dequant_overlapped, g.all_reduce) == (True, False, False, "one-shot")

@@ -122,23 +122,28 @@ def test_7b_fp16_decode_on_a100_7_ms_of_weights_0_045_ms_of_compute():
 @pytest.mark.parametrize("quant,article", [("BF16", 34), ("Q8_0", 64), ("Q4_K_M", 109)])
 def test_m4_pro_decode_ceilings_34_64_109(quant, article):
     """Article: 273 GB/s ÷ llama-bench file size = 34 / 64 / 109 tok/s; the file sizes include ~7 MB of GGUF
-    metadata. Library (tensor bytes only): 33.93 / 63.87 / 109.58. Exact to bandwidth ÷ weight bytes; within
-    0.6 % of the article."""
+    metadata. Library: bandwidth ÷ the weight bytes a decode step reads (Qwen3-4B ties its embedding table to the
+    output head, so the table is read once per step as the head; only the norms' few hundred kB are not part of
+    any matrix read): 33.94 / 63.88 / 109.61, within 0.1 % of bandwidth ÷ all weight bytes and 0.6 % of the
+    article."""
     e = tg128(quant)
     ceiling = e.ceilings["decode_weights_tokens_per_s"]
-    assert ceiling == pytest.approx(rp.device("m4-pro").bandwidth() / e.weight_bytes, rel=1e-12)
+    assert ceiling == pytest.approx(rp.device("m4-pro").bandwidth() / e.weight_bytes, rel=1e-3)
+    assert ceiling >= rp.device("m4-pro").bandwidth() / e.weight_bytes
     assert ceiling == pytest.approx(article, rel=0.006)
 
 
-@pytest.mark.parametrize("quant,fraction", [("BF16", 0.88), ("Q8_0", 0.82), ("Q4_K_M", 0.73)])
-def test_measured_fractions_of_the_ceiling_88_82_73_explained(quant, fraction):
-    """Article: measured tg128 reaches 88 / 82 / 73 % of the ceiling. Library: the estimator (achievable DRAM
-    bandwidth plus a fixed per-token launch cost, which weighs more as the weight read gets shorter) predicts
-    88.6 / 81.6 / 72.9 %. Within 2 percentage points; tg128 within 5 % of the measurement."""
+@pytest.mark.parametrize("quant,fraction,library", [("BF16", 0.88, 0.855), ("Q8_0", 0.82, 0.808), ("Q4_K_M", 0.73, 0.744)])
+def test_measured_fractions_of_the_ceiling_88_82_73_explained(quant, fraction, library):
+    """Article: measured tg128 reaches 88 / 82 / 73 % of the ceiling. Library: the estimator (the chip's achievable
+    bandwidth from microbenchmarks × llama.cpp Metal's bandwidth_fraction fitted on the corpus, plus a fixed time
+    per kernel, which weighs more as the weight read gets shorter) predicts 85.5 / 80.8 / 74.4 %: the same
+    ordering, within 2.5 points; tg128 within 5 % of the measurement. Held at the library's numbers ± 1 point."""
     e = tg128(quant)
     ceiling = e.ceilings["decode_weights_tokens_per_s"]
     assert SEED_MEASURED[quant]["tg128"] / ceiling == pytest.approx(fraction, abs=0.006)
-    assert e.decode_tokens_per_s / ceiling == pytest.approx(fraction, abs=0.02)
+    assert e.decode_tokens_per_s / ceiling == pytest.approx(library, abs=0.01)
+    assert e.decode_tokens_per_s / ceiling == pytest.approx(fraction, abs=0.03)
     assert e.decode_tokens_per_s == pytest.approx(SEED_MEASURED[quant]["tg128"], rel=0.05)
 
 
@@ -189,28 +194,30 @@ def test_batching_crosses_the_ridge():
 
 def test_flash_attention_on_at_2048_prefill_and_decode_gain():
     """Article: flash attention on at a 2048-token prompt: prefill +4 %, decode +7 %. Library (Qwen3-4B Q4_K_M,
-    M4 Pro): prefill +6.8 %, decode +3.5 %: both faster, as measured, but the byte model gives decode less than
-    the measurement (at 2048 tokens the score rows it saves are small next to the KV reads; the fused kernel's
-    other savings are not modelled) and prefill a little more. Held at the library's numbers ± 2 points."""
+    M4 Pro): prefill +1.6 %, decode +2.7 %: both faster, as measured, but less. The prompt runs in four micro-batches
+    of 512 (llama.cpp's n_ubatch), whose attention is compute-bound on the M4 Pro's ALUs: flash attention saves the
+    masked half of the score work and the scores' traffic, small next to the weights' GEMMs; at decode the score
+    rows it saves are small next to the KV reads (the fused kernel's other savings are not modelled). Held at the
+    library's numbers ± 2 points."""
     kw = dict(model="qwen3-4b", quant="Q4_K_M", device="m4-pro", prompt_tokens=2048, gen_tokens=128)
     off, on = rp.estimate(**kw), rp.estimate(flash_attention=True, **kw)
     prefill = on.prefill_tokens_per_s / off.prefill_tokens_per_s - 1
     decode = on.decode_tokens_per_s / off.decode_tokens_per_s - 1
-    assert prefill == pytest.approx(0.068, abs=0.02)
-    assert decode == pytest.approx(0.035, abs=0.02)
+    assert prefill == pytest.approx(0.016, abs=0.02)
+    assert decode == pytest.approx(0.027, abs=0.02)
     assert prefill > 0 and decode > 0
 
 
 def test_m4_max_decodes_about_twice_as_fast_as_m4_pro():
     """Article: M4 Max ≈ 2× M4 Pro in decode (546 vs 273 GB/s). Library: bandwidth and weight-read ceiling
-    exactly 2.00×; the estimator 1.83× (BF16) to 1.60× (Q4_K_M), because the fixed per-token launch cost does
+    exactly 2.00×; the estimator 1.88× (BF16) to 1.70× (Q4_K_M), because the fixed per-token kernel cost does
     not shrink with bandwidth. Ceiling exact; estimator between 1.5× and 2×."""
     for q in SEED_MEASURED:
         pro, mx = tg128(q, "m4-pro"), tg128(q, "m4-max")
         ratio = mx.ceilings["decode_weights_tokens_per_s"] / pro.ceilings["decode_weights_tokens_per_s"]
         assert ratio == pytest.approx(2.0, rel=1e-9)
         assert 1.5 < mx.decode_tokens_per_s / pro.decode_tokens_per_s < 2.0
-    assert tg128("BF16", "m4-max").decode_tokens_per_s / tg128("BF16").decode_tokens_per_s == pytest.approx(1.83, abs=0.03)
+    assert tg128("BF16", "m4-max").decode_tokens_per_s / tg128("BF16").decode_tokens_per_s == pytest.approx(1.88, abs=0.03)
 
 
 def test_kv_reads_grow_as_n_squared_over_a_generation():

@@ -92,9 +92,10 @@ public:
     /// The peak record peak_flops uses, or nullptr.
     const ComputePeak* find_peak(DType format, Unit unit = Unit::matrix) const;
     /// The peak an op in `format` actually runs at: the format's own peak (matrix falling back to vector), or,
-    /// where the device has none, the peak of the format it is widened to (fp4 -> fp8 -> fp16 -> fp32,
-    /// int4 -> int8 -> fp16, bf16 -> fp32, tf32 -> fp32): e.g. fp8 weights on an A100 compute in fp16, bf16 on an
-    /// Apple M1 GPU at the fp32 rate. Throws NotFound when nothing in the chain has a peak.
+    /// where the device has none, that of the wider format the same arithmetic runs in (bf16, fp16, tf32 -> fp32;
+    /// int32 ALU work -> the fp32 lanes, an upper bound: no GPU has more int32 than fp32 lanes). fp8, fp4, int8 and
+    /// int4 are not widened: NotFound, naming what the device has, when it has no units for them (fp8 on an A100 or
+    /// an M1, int4 on an H100): the kernel that would run there is another engine's choice, not this op's.
     const ComputePeak& execution_peak(DType format, Unit unit = Unit::matrix) const;
     bool has_level(Level l) const { return memory[static_cast<std::size_t>(l)].present; }
     bool has_bandwidth(Level l) const;

@@ -29,10 +29,21 @@ struct LinearKernel {
     std::vector<std::string> weights{"*"};  ///< format names (lower case), "float", "quantized" or "*"
     double max_rows = std::numeric_limits<double>::infinity();  ///< used up to this many rows
     Unit unit = Unit::matrix;
-    std::string compute = "activation";     ///< "activation" or a DType name
+    /// "activation" (the engine's activation format), "weights" (the weight format's own: fp8 weights multiply in
+    /// fp8, int8-wo and int4-g* in fp16 after dequantization) or a DType name
+    std::string compute = "activation";
     double tile_m = 64, tile_n = 64;        ///< output tile: rows × output features
     double dequant_every_rows = 0;          ///< > 0: weights dequantized again per block of this many rows
     bool dequant_overlapped = true;         ///< dequantization hides under the kernel's loads
+    /// Fraction of the device's achievable peak on `unit` (Efficiency::compute_fraction, itself the fraction a
+    /// vendor GEMM reaches) this kernel reaches at full occupancy: a kernel simpler than the vendor's GEMM reaches less.
+    double efficiency = 1;
+    /// Vector lane operations per multiply-add the kernel issues besides its multiply-adds (loading and unpacking
+    /// quantized tiles, scales, addresses), on `alu_format` lanes: a kernel whose inner loop is bound by them runs at
+    /// the lanes' rate, not the matrix units'.
+    double alu_ops_per_mac = 0;
+    DType alu_format = DType::int32;
+    double launches = 1;                    ///< kernels per call (2: activations quantized first, e.g. to q8_1)
     Provenance provenance;
 
     /// Whether it runs linear layers whose weights are in `weight`.
@@ -40,6 +51,18 @@ struct LinearKernel {
 };
 
 /// An engine on one backend, every property resolved: what the estimator reads.
+/// How far measurements fall from an engine backend's estimates: the central `coverage` share of measured /
+/// predicted ratios of its cross-validated corpus points (calibration/fit_defaults.py), per phase, with what the
+/// corpus covered. Outside it (another device family, another weight format) the interval is widened `widen`-fold
+/// in log space on each side (lo^widen, hi^widen) per thing not covered.
+struct PredictionInterval {
+    double coverage = 0.8;
+    double decode_lo = 1, decode_hi = 1, prefill_lo = 1, prefill_hi = 1;  ///< ratios measured / predicted
+    std::vector<std::string> device_families;  ///< hardware_db families the corpus measured ('*': any)
+    std::vector<std::string> weight_formats;   ///< quantizations it measured ('*': any)
+    double widen = 2;
+};
+
 struct EngineBackend {
     std::string backend = "any";             ///< "any", "cuda", "rocm", "metal", "vulkan", "cpu"
     double kernel_fixed_cost_scale = 1.0;    ///< × the device's fixed cost per kernel
@@ -51,6 +74,20 @@ struct EngineBackend {
     AllReduce all_reduce = AllReduce::ring;
     double collective_step_latency_s = 0.5e-6;  ///< per synchronisation step of an all-reduce
     bool vocab_parallel = true;              ///< tensor parallel splits the embedding and output head by vocabulary
+    /// × the device's achievable DRAM fraction (Efficiency::dram_bandwidth_fraction, a STREAM-like kernel's): what
+    /// the engine's streaming kernels reach of it.
+    double bandwidth_fraction = 1.0;
+    /// Kernels an op of the forward pass launches, where the engine launches another number than the op's own count
+    /// ("rope": 2 when Q and K are rotated apart; "decode_attention_flash": 2 with a split-KV reduction kernel).
+    std::map<std::string, double> op_kernels;
+    double prefill_ubatch_tokens = 0;        ///< a prompt runs in micro-batches of this many tokens (0: at once)
+    int flash_attention_version = 2;         ///< 1: K/V blocks outermost (Q, O re-read per block); 2: Q blocks resident
+    /// DRAM bytes per attention score element on the standard (non-flash) path: S and P written and read, through
+    /// whatever format conversions the engine's kernels make (0: four passes in the activation format)
+    double attention_score_bytes = 0;
+    PredictionInterval interval;  ///< prediction interval of its tokens/s
+    /// The op names op_kernels may name.
+    static const std::vector<std::string>& op_kernel_names();
     /// Each property's source, by its engine_db key ("activation_format", "linear_kernels[1]", ...).
     std::map<std::string, Provenance> sources;
 
@@ -68,6 +105,15 @@ public:
     /// Device vendor -> the backend the engine runs on there; empty: "any" on every vendor.
     std::map<std::string, std::string> native_backend;
     Provenance native_backend_provenance;
+    /// The weight formats the engine runs at all: names, "ggml" (every GGML tensor type: llama.cpp's GGUF files),
+    /// "float", "quantized"; empty: any format its kernels take.
+    std::vector<std::string> weight_formats;
+    Provenance weight_formats_provenance;
+
+    /// Whether the engine runs weights in `format` (its weight_formats).
+    bool runs(const Format& weight) const;
+    /// InvalidArgument naming the engine, the format and what it runs when it does not run `weight`.
+    void check_runs(const Format& weight, std::string_view quant) const;
 
     /// The backend the engine runs on for this device. Throws InvalidArgument naming the engine and the vendor
     /// when the engine does not run on that vendor's devices.

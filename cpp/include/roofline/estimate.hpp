@@ -29,17 +29,22 @@ const std::vector<std::string>& phase_bound_names();
     X(batch, double, "", "sequences processed together")                                                                 \
     X(prompt_tokens, double, "", "prompt tokens of each sequence")                                                       \
     X(gen_tokens, double, "", "tokens generated per sequence")                                                           \
+    X(context_tokens, double, "", "tokens already in each sequence's KV cache before the prompt (llama-bench -d)")       \
     X(prefill_s, double, "s", "time of the prefill of every prompt of the batch")                                        \
     X(prefill_tokens_per_s, double, "1/s", "prompt tokens per second (batch x prompt_tokens / prefill_s)")                \
+    X(prefill_tokens_per_s_lo, double, "1/s", "low end of prefill_tokens_per_s's prediction interval (engine_db prediction_interval)") \
+    X(prefill_tokens_per_s_hi, double, "1/s", "high end of prefill_tokens_per_s's prediction interval")                   \
     X(ttft_s, double, "s", "time to the first token: the prefill, or one decode step without a prompt")                  \
     X(decode_s, double, "s", "time of the gen_tokens decode steps")                                                      \
     X(tpot_s, double, "s", "time per output token of one sequence (decode_s / gen_tokens)")                              \
     X(decode_tokens_per_s, double, "1/s", "generated tokens per second of one sequence (gen_tokens / decode_s)")         \
+    X(decode_tokens_per_s_lo, double, "1/s", "low end of decode_tokens_per_s's prediction interval (engine_db prediction_interval)") \
+    X(decode_tokens_per_s_hi, double, "1/s", "high end of decode_tokens_per_s's prediction interval")                     \
     X(decode_tokens_per_s_total, double, "1/s", "generated tokens per second of the whole batch")                        \
     X(total_s, double, "s", "prefill_s + decode_s")                                                                      \
     X(prefill_bound, PhaseBound, "", "what bounds the prefill: compute, memory:<level> or overhead ('' without a prompt)") \
     X(decode_bound, PhaseBound, "", "what bounds the decode steps ('' without generated tokens)")                        \
-    X(ceiling_decode_weights, double, "1/s", "DRAM bandwidth / weight bytes of one rank: decode tokens/s if only weights were read") \
+    X(ceiling_decode_weights, double, "1/s", "DRAM bandwidth / weight bytes one decode step reads on one rank (active experts, the output head; not the embedding table): decode tokens/s per sequence if only weights were read") \
     X(ceiling_decode, double, "1/s", "the pure roofline of the decode steps (datasheet ceilings, no overhead), per sequence") \
     X(ceiling_decode_total, double, "1/s", "ceiling_decode x batch: the pure roofline of the whole batch's decode")       \
     X(ceiling_prefill, double, "1/s", "the pure roofline of the prefill, prompt tokens per second")                       \
@@ -63,7 +68,8 @@ const std::vector<std::string>& phase_bound_names();
     X(engine, std::string, "", "engine id")                                                                              \
     X(kv_dtype, std::string, "", "KV-cache format")                                                                      \
     X(flash_attention, bool, "", "flash attention on")                                                                   \
-    X(tensor_parallel, int, "", "devices the model is split over")
+    X(tensor_parallel, int, "", "devices the model is split over")                                                       \
+    X(ubatch_tokens, double, "", "prompt micro-batch in tokens (llama.cpp -ub; 0: the whole prompt at once)")
 
 /// The numbers of one estimate: one row of a sweep (ROOFLINE_ESTIMATE_FIELDS).
 struct EstimateRow {
@@ -110,6 +116,8 @@ struct Workload {
     bool flash_attention = false;
     std::string engine = "llama.cpp";
     int tensor_parallel = 1;
+    double context_tokens = 0;  ///< tokens already in each sequence's cache (llama-bench -d)
+    double ubatch_tokens = 0;   ///< prompt micro-batch (llama.cpp -ub); 0: the engine's
     // Speculative decoding: a draft model proposes `draft_tokens` (γ) tokens, accepted each with probability
     // `acceptance` (α); one target pass verifies γ + 1 tokens.
     const Model* draft = nullptr;

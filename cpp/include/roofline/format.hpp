@@ -10,8 +10,9 @@
 namespace roofline {
 
 /// Number formats that devices have peaks for.
-enum class DType : std::uint8_t { fp64, fp32, tf32, fp16, bf16, fp8_e4m3, fp8_e5m2, int8, int4, fp4 };
-inline constexpr std::size_t kNumDTypes = 10;
+/// int32: 32-bit integer lane operations (address arithmetic, bit unpacking) on vector units, in OP/s.
+enum class DType : std::uint8_t { fp64, fp32, tf32, fp16, bf16, fp8_e4m3, fp8_e5m2, int8, int4, fp4, int32 };
+inline constexpr std::size_t kNumDTypes = 11;
 
 const std::array<DType, kNumDTypes>& all_dtypes();
 std::string_view dtype_name(DType d);

@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,8 @@ struct PhaseOptions {
     Format kv = format_of(DType::fp16);          ///< KV cache
     ops::AttentionKind attention = ops::AttentionKind::standard;
     ops::FlashTiles flash;                       ///< flash attention's on-chip tiles (ops::flash_tiles)
+    int flash_attention_version = 2;             ///< the loop order of the engine's flash attention (1, 2 or 3)
+    double attention_score_bytes = 0;            ///< EngineBackend::attention_score_bytes (standard attention)
     bool logits_last_token_only = true;          ///< prefill computes the output head for the last token only
     bool fused_qkv = false;                      ///< attn_q, attn_k, attn_v of one format run as one "attn_qkv" GEMM
     bool vocab_parallel = true;                  ///< tensor parallel splits the output head by vocabulary (else replicated)
@@ -38,6 +41,7 @@ struct PhaseOptions {
     double compute_units = 1;                    ///< SMs / CUs / GPU cores the tiles are spread over
     std::string engine_id = "engine";            ///< for error messages
     std::vector<LinearKernel> linear_kernels{LinearKernel{}};  ///< the engine's kernels (EngineBackend::linear_kernels)
+    std::map<std::string, double> op_kernels;    ///< kernels per op where not one (EngineBackend::op_kernels)
 };
 
 /// The options of an engine backend with a KV format, attention kind and tensor-parallel degree (the device's parts
@@ -67,9 +71,15 @@ struct LinearPath {
     double tile_m = 64, tile_n = 64;
     double dequant_every_rows = 0;
     bool dequant_overlapped = true;
+    double efficiency = 1;          ///< LinearKernel::efficiency: divides the matrix compute with the tile utilization
+    double alu_ops_per_mac = 0;     ///< LinearKernel::alu_ops_per_mac, on alu_format lanes
+    DType alu_format = DType::int32;
+    double launches = 1;
     bool operator==(const LinearPath& o) const {
         return max_rows == o.max_rows && unit == o.unit && compute == o.compute && tile_m == o.tile_m &&
-               tile_n == o.tile_n && dequant_every_rows == o.dequant_every_rows && dequant_overlapped == o.dequant_overlapped;
+               tile_n == o.tile_n && dequant_every_rows == o.dequant_every_rows && dequant_overlapped == o.dequant_overlapped &&
+               efficiency == o.efficiency && alu_ops_per_mac == o.alu_ops_per_mac && alu_format == o.alu_format &&
+               launches == o.launches;
     }
 };
 
@@ -110,7 +120,8 @@ inline std::size_t linear_path(const OpSlot& s, double rows) {
     while (i + 1 < s.paths.size() && rows > s.paths[i].max_rows) ++i;
     return i;
 }
-/// A linear slot's GEMM over `rows` rows through path `p`, with utilization 1 and its weights dequantized once.
+/// A linear slot's GEMM over `rows` rows through path `p`, with utilization 1 and its weights dequantized once: the
+/// multiply-adds on p's unit in p's compute format, p's ALU work per multiply-add on its lanes, p's launches.
 OpCost linear_gemm(const OpSlot& slot, const PhaseOptions& options, double rows, const LinearPath& p);
 /// A linear slot's weights dequantized once more (vector FLOPs): what each further block of rows costs a kernel
 /// that dequantizes per block (LinearPath::dequant_every_rows > 0).
@@ -120,7 +131,8 @@ inline double linear_extra_dequant_passes(const OpSlot& slot, const LinearPath& 
     if (p.dequant_every_rows > 0 && slot.format.dequant_flops_per_element > 0) return std::ceil(rows / p.dequant_every_rows) - 1;
     return 0;
 }
-/// Fraction of the matrix units path `p` keeps busy at `rows` rows (ops::gemm_utilization); 1 on vector units.
+/// Fraction of the matrix units path `p` keeps busy at `rows` rows: ops::gemm_utilization × the kernel's efficiency;
+/// 1 on vector units.
 double linear_utilization(const OpSlot& slot, const PhaseOptions& options, double rows, const LinearPath& p);
 
 /// Operators of one forward pass over `batch` sequences of `tokens` new tokens each, after `past` tokens

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "roofline/device.hpp"
+#include "roofline/engine.hpp"
 #include "roofline/estimate.hpp"
 #include "roofline/model.hpp"
 #include "roofline/roofline.hpp"
@@ -10,6 +11,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace roofline {
@@ -22,6 +24,21 @@ struct PlanConfig {
     bool flash_attention = false;
     std::string engine = "llama.cpp";
     int tensor_parallel = 1;
+    double ubatch_tokens = 0;  ///< prompt micro-batch (llama.cpp's -ub); 0: the engine's (EngineBackend::prefill_ubatch_tokens)
+    /// The engine itself, when it is not (or not as it is) in engine_db: a fit's trial parameters. Overrides `engine`.
+    std::shared_ptr<const Engine> engine_object;
+
+    PlanConfig() = default;
+    PlanConfig(std::string quant_, std::string kv_dtype_, bool flash_attention_, std::string engine_,
+               int tensor_parallel_ = 1, double ubatch_tokens_ = 0, std::shared_ptr<const Engine> engine_object_ = nullptr)
+        : quant(std::move(quant_)), kv_dtype(std::move(kv_dtype_)), flash_attention(flash_attention_),
+          engine(std::move(engine_)), tensor_parallel(tensor_parallel_), ubatch_tokens(ubatch_tokens_),
+          engine_object(std::move(engine_object_)) {}
+    /// The plan configuration of a workload (its quant, KV dtype, FlashAttention, engine, TP and micro-batch).
+    static PlanConfig of(const Workload& w, std::shared_ptr<const Engine> engine_object_ = nullptr) {
+        return PlanConfig(w.quant, w.kv_dtype, w.flash_attention, w.engine, w.tensor_parallel, w.ubatch_tokens,
+                          std::move(engine_object_));
+    }
 };
 
 /// Memory one rank needs at a point (bytes).
@@ -49,18 +66,23 @@ public:
     /// Everything estimate() returns but names and speculative decoding; `breakdown` (optional) gets the per-op rows.
     /// Checks the point (batch >= 1, whole token counts, prompt + gen >= 1).
     EstimateRow evaluate(double batch, double prompt, double gen, std::vector<BreakdownRow>* breakdown = nullptr) const;
+    /// The same after `context` tokens already in each sequence's cache (llama-bench's -d): the prompt attends them,
+    /// decode starts after them, they count in the KV cache, not in TTFT.
+    EstimateRow evaluate(double batch, double prompt, double gen, double context, std::vector<BreakdownRow>* breakdown) const;
     /// The full estimate of a point, with its configuration and the breakdown.
-    Estimate estimate(double batch, double prompt, double gen, bool breakdown = true) const;
+    Estimate estimate(double batch, double prompt, double gen, bool breakdown = true, double context = 0) const;
 
     /// A forward pass over `batch` × `tokens` new tokens after `past` (speculative decoding's draft and verify).
     PhaseSums phase(double batch, double tokens, double past) const;
-    MemoryUse memory(double batch, double prompt, double gen) const;
-    double max_batch(double prompt, double gen) const;            ///< largest batch that fits (memory is affine in it)
+    MemoryUse memory(double batch, double prompt, double gen, double context = 0) const;
+    double max_batch(double prompt, double gen, double context = 0) const;  ///< largest batch that fits (memory is affine in it)
     double max_context(double batch) const;                       ///< longest context that fits (bisection)
-    double compute_bound_batch(double prompt, double gen) const;  ///< smallest compute-bound decode batch (0: none)
+    double compute_bound_batch(double prompt, double gen, double context = 0) const;  ///< smallest compute-bound decode batch (0: none)
+    double ubatch_tokens() const;  ///< the prompt micro-batch in use (0: the whole prompt at once)
 
-    /// Throws InvalidArgument naming the bad value unless batch >= 1 and the token counts are whole and sum to >= 1.
-    static void check_point(double batch, double prompt, double gen);
+    /// Throws InvalidArgument naming the bad value unless batch >= 1 and the token counts are whole, prompt + gen >= 1
+    /// and the context they make is at most 2^30.
+    static void check_point(double batch, double prompt, double gen, double context = 0);
 
     const std::string& model_id() const;
     const std::string& device_id() const;

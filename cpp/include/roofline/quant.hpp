@@ -27,6 +27,9 @@ struct GgmlTypeInfo {
 const GgmlTypeInfo* ggml_type_info(int id);
 /// By name, case-insensitive ("q4_k", "BF16"). NotFound lists the names.
 const GgmlTypeInfo& ggml_type_info(std::string_view name);
+/// Whether `name` is a GGML tensor type (case-insensitive; "fp16", "fp32" and "bf16" name F16, F32 and BF16): what a
+/// GGUF file stores, what llama.cpp runs.
+bool is_ggml_type_name(std::string_view name);
 std::vector<std::string> ggml_type_names();
 Format format_of(const GgmlTypeInfo& t);
 /// Bytes of a tensor of `elements` elements whose rows (ne0) have `row_length` elements; InvalidArgument when

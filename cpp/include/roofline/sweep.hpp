@@ -48,15 +48,18 @@ struct SweepAxes {
     std::vector<std::string> kv_dtypes{"f16"};
     std::vector<int> flash_attention{0};  ///< 0 or 1
     std::vector<int> tensor_parallel{1};
+    std::vector<double> ubatch_tokens{0};   ///< prompt micro-batches (0: the engine's)
     std::vector<double> batch{1}, prompt_tokens{512}, gen_tokens{128};
+    std::vector<double> context_tokens{0};  ///< tokens already cached before the prompt (llama-bench -d)
 };
 
 /// An explicit list of points instead of the product: per point an index into each of the axes' configuration lists
-/// (models, quants, devices, engines, kv_dtypes, flash_attention, tensor_parallel) and its own batch, prompt and
-/// generated tokens (the axes' batch / prompt / gen lists are not used).
+/// (models, quants, devices, engines, kv_dtypes, flash_attention, tensor_parallel, ubatch_tokens) and its own batch,
+/// prompt, generated and context tokens (the axes' batch / prompt / gen / context lists are not used). An empty
+/// ubatch or context column means index 0 / no context for every point.
 struct SweepPoints {
-    std::vector<std::uint32_t> model, quant, device, engine, kv_dtype, flash_attention, tensor_parallel;
-    std::vector<double> batch, prompt_tokens, gen_tokens;
+    std::vector<std::uint32_t> model, quant, device, engine, kv_dtype, flash_attention, tensor_parallel, ubatch;
+    std::vector<double> batch, prompt_tokens, gen_tokens, context_tokens;
 };
 
 struct SweepOptions {
@@ -66,13 +69,14 @@ struct SweepOptions {
 };
 
 /// The results by column, one entry per row. Product sweeps order rows as nested loops: model, quant, device, engine,
-/// kv_dtype, flash_attention, tensor_parallel, prompt_tokens, gen_tokens, batch (the last fastest); point sweeps keep
-/// the points' order. The values do not depend on the number of threads.
+/// kv_dtype, flash_attention, tensor_parallel, ubatch_tokens, context_tokens, prompt_tokens, gen_tokens, batch (the
+/// last fastest); point sweeps keep the points' order. The values do not depend on the number of threads.
 struct SweepTable {
     std::size_t rows = 0;
     /// Each row's configuration: indices into the axes' lists.
     SweepColumn<std::int32_t> model, quant, device, engine, kv_dtype, tensor_parallel;
     SweepColumn<std::uint8_t> flash_attention;
+    SweepColumn<double> ubatch_tokens;               ///< the micro-batch in use (the engine's where the axis says 0)
     SweepColumn<std::int64_t> point;                 ///< point sweeps: the point's position in the input
     std::vector<SweepColumn<double>> columns;        ///< named by sweep_columns()
     std::vector<SweepColumn<std::uint8_t>> codes;    ///< named by sweep_code_columns(): PhaseBound codes, 0/1 flags

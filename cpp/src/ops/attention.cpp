@@ -41,8 +41,12 @@ double causal_fraction(const AttentionShape& s) {
     return (n * (m - n) + n * (n + 1) / 2) / (n * m);
 }
 
-FlashTiles flash_tiles(const Device& device) {
+FlashTiles flash_tiles(const Device& device, int version) {
+    if (version < 1 || version > 3)
+        throw InvalidArgument("flash attention version must be 1, 2 or 3, got " + std::to_string(version));
     FlashTiles t;
+    t.version = version == 1 ? 1 : 2;  // FA-3 keeps FA-2's loop order
+    t.units = std::max(1.0, static_cast<double>(device.compute_units));
     if (!device.has_level(Level::sram) || !(device.level(Level::sram).per_unit_bytes > 0))
         throw NotFound("flash attention tiles in the SRAM of one compute unit; device '" + device.id +
                        "' has no SRAM per compute unit in its data (hardware_db 'memory.sram.per_unit_KiB')");
@@ -52,8 +56,9 @@ FlashTiles flash_tiles(const Device& device) {
 }
 
 OpCost attention(const AttentionShape& s, const Format& fmt, AttentionKind kind, bool backward, const FlashTiles& tiles,
-                 const Format* kv_format) {
+                 const Format* kv_format, double score_bytes) {
     check_shape(s);
+    check_size("attention score_bytes", score_bytes);
     const double N = s.seq_q, M = s.seq_kv, d = s.head_dim, e = fmt.bytes_per_element();
     const double bh = s.batch * s.heads;
     const Format& kv = kv_format ? *kv_format : fmt;
@@ -64,10 +69,11 @@ OpCost attention(const AttentionShape& s, const Format& fmt, AttentionKind kind,
     op.name = std::string(attention_kind_name(kind)) + "_attention" + (backward ? "_fwd_bwd" : "");
 
     if (kind == AttentionKind::standard) {
-        // forward
+        // forward; S and P: written and read once each in fmt, unless the engine's kernels say otherwise
+        const double per_score = score_bytes > 0 ? score_bytes : 4 * e;
         op.add_flops(Unit::matrix, cf, bh * 4.0 * N * M * d);
         op.add_flops(Unit::vector, cf, bh * softmax_flops(N, M));
-        op.add_dram(bh * e * (N * d + 2 * N * M) + KV, bh * e * (2 * N * M + N * d));
+        op.add_dram(bh * (e * N * d + per_score / 2 * N * M) + KV, bh * (per_score / 2 * N * M + e * N * d));
         op.launches = 3;
         if (backward) {  // reads K and V again, writes dK and dV (per KV head, in K and V's format)
             op.add_flops(Unit::matrix, cf, bh * 8.0 * N * M * d);
@@ -83,52 +89,71 @@ OpCost attention(const AttentionShape& s, const Format& fmt, AttentionKind kind,
         throw InvalidArgument("flash attention needs sram_bytes > 0, the on-chip SRAM one thread block tiles in (pass "
                               "sram_bytes= or device=, a device with SRAM per compute unit), got " + std::to_string(sram_bytes));
     check_size("attention l2_bytes", l2_bytes);
+    if (tiles.version != 1 && tiles.version != 2)
+        throw InvalidArgument("flash attention loop order must be version 1 or 2, got " + std::to_string(tiles.version));
     const double E = std::floor(sram_bytes / e);
     if (d > 0 && E < 4 * d)
         throw InvalidArgument("flash attention sram_bytes " + std::to_string(sram_bytes) + " holds " + std::to_string(E) +
                               " elements, fewer than the 4·head_dim = " + std::to_string(4 * d) + " one tile needs");
     const double f = causal_fraction(s);
     const double Bc = d > 0 ? std::ceil(E / (4 * d)) : 1.0;
+    const double Br = d > 0 ? std::min(Bc, d) : 1.0;
     const double Tc = M > 0 ? std::ceil(M / Bc) : 0.0;
-    const double extra = std::max(0.0, Tc - 1);  // column blocks after the first re-read and re-write rows
-    constexpr double kStat = 4.0;                // m and l are kept in fp32
-    // forward: compulsory traffic, then the per-block re-reads of Theorem 2
+    const double Tr = N > 0 ? std::ceil(N / Br) : 0.0;
+    const double units = std::max(1.0, tiles.units);
+    constexpr double kStat = 4.0;  // m and l are kept in fp32
     op.add_flops(Unit::matrix, cf, bh * 4.0 * N * M * d * f);
     op.add_flops(Unit::vector, cf, bh * (softmax_flops(N, M) * f + 2.0 * N * d * Tc));
+    // compulsory traffic
     double read = bh * e * N * d + KV;
     double written = bh * (e * N * d + (backward ? kStat * 2 * N : 0.0));
-    double reread = bh * (e * 2 * N * d * f + kStat * 2 * N) * extra;
-    double rewritten = bh * (e * N * d * f + kStat * 2 * N) * extra;
     double tiles_bytes = bh * e * 2 * N * M * f;  // S and P tiles, written and read once each, in SRAM
-    double kv_passes = 1;                          // K, V read from DRAM (and, backward, dK, dV written)
-    op.launches = 1;
     if (backward) {
         op.add_flops(Unit::matrix, cf, bh * 10.0 * N * M * d * f);
         op.add_flops(Unit::vector, cf, bh * (softmax_flops(N, M) * f + 2.0 * N * M * f + 2.0 * N * d * Tc));
-        read += bh * (e * 3 * N * d + kStat * 2 * N) + KV;           // Q, O, dO, the statistics; K, V
-        written += bh * e * N * d + KV;                              // dQ; dK, dV
-        reread += bh * (e * 4 * N * d * f + kStat * 2 * N) * extra;  // Q, O, dO, dQ and m, l per further block
-        rewritten += bh * e * N * d * f * extra;                     // dQ per further block
+        read += bh * (e * 3 * N * d + kStat * 2 * N) + KV;  // Q, O, dO, the statistics; K, V
+        written += bh * e * N * d + KV;                     // dQ; dK, dV
         tiles_bytes += bh * e * 2 * N * M * f;
-        kv_passes = 2;
-        op.launches += 1;
     }
-    // The rows re-read per column block are one (batch, head)'s Q, O (and dO, dQ); when they fit in L2 the
-    // re-reads are L2 hits and DRAM sees only the compulsory traffic.
-    const double working_set = e * N * d * (backward ? 4 : 2) + kStat * 2 * N;
-    const bool l2_hits = l2_bytes > 0 && working_set <= l2_bytes;
-    op.add_dram(read + (l2_hits ? 0 : reread), written + (l2_hits ? 0 : rewritten));
-    if (l2_hits) op.add_level(Level::l2, reread, rewritten);
-    // Every byte that enters or leaves SRAM: each query head's blocks load their K and V tiles (and, backward,
-    // write their dK, dV), so SRAM sees K and V once per query head, DRAM once per KV head.
-    const double kv_sram = KV * (s.heads / kv_heads) - KV;  // the group's further loads
-    op.add_level(Level::sram, read + kv_passes * kv_sram + reread + tiles_bytes,
-                 written + (backward ? kv_sram : 0.0) + rewritten + tiles_bytes);
+    op.launches = backward ? 2 : 1;
+    // re-reads: what each version's loop order brings back, and whether the resident blocks' rows fit in L2
+    auto fits_l2 = [&](double working_set) { return l2_bytes > 0 && working_set <= l2_bytes; };
+    double dram_r = 0, dram_w = 0, l2_r = 0, l2_w = 0, sram_kv = 0;
+    auto place = [&](double r, double w, bool hit) { (hit ? l2_r : dram_r) += r; (hit ? l2_w : dram_w) += w; };
+    const double kv_group = s.heads / kv_heads;
+    if (tiles.version == 1) {
+        const double extra = std::max(0.0, Tc - 1);  // column blocks after the first re-read and re-write rows
+        const double heads_at_once = std::min(units, bh);
+        const double rows_set = e * N * d * (backward ? 4 : 2) + kStat * 2 * N;  // one head's re-read rows
+        const bool hit = fits_l2(heads_at_once * rows_set);
+        place(bh * (e * 2 * N * d * f + kStat * 2 * N) * extra, bh * (e * N * d * f + kStat * 2 * N) * extra, hit);
+        if (backward) place(bh * (e * 4 * N * d * f + kStat * 2 * N) * extra, bh * e * N * d * f * extra, hit);
+        // each query head's blocks load their own K and V tiles (backward: again, and write dK, dV)
+        sram_kv = (KV * kv_group - KV) * (backward ? 2 : 1);
+    } else {
+        const double extra = std::max(0.0, Tr - 1);  // Q blocks after the first stream K and V again
+        const double kv_head_bytes = KV / std::max(1.0, s.batch * kv_heads);
+        const bool hit = fits_l2(std::ceil(units / std::max(1.0, Tr)) * kv_head_bytes);
+        // every query head of a group streams the group's K and V per Q block
+        const double kv_loads = KV * kv_group * Tr * f;
+        place(std::max(0.0, kv_loads - KV), 0.0, hit || extra == 0);  // one Q block: only a group's heads share
+        if (backward) {  // dQ accumulated in fp32 per further K/V block
+            const double extra_c = std::max(0.0, Tc - 1);
+            const bool dq_hit = fits_l2(std::ceil(units / std::max(1.0, Tc)) * 4 * N * d);
+            place(bh * 4 * N * d * f * extra_c, bh * 4 * N * d * f * extra_c, dq_hit);
+            sram_kv += KV * kv_group - KV;
+        }
+    }
+    op.add_dram(read + dram_r, written + dram_w);
+    if (l2_r + l2_w > 0) op.add_level(Level::l2, l2_r, l2_w);
+    // every byte that enters or leaves SRAM
+    op.add_level(Level::sram, read + sram_kv + dram_r + l2_r + tiles_bytes, written + dram_w + l2_w + tiles_bytes);
     return op;
 }
 
 OpCost decode_attention(double batch, double heads, double kv_heads, double context, double head_dim,
-                        const Format& act, const Format& kv, AttentionKind kind) {
+                        const Format& act, const Format& kv, AttentionKind kind, double score_bytes) {
+    check_size("decode_attention score_bytes", score_bytes);
     check_count("decode_attention batch", batch);
     check_count("decode_attention heads", heads);
     check_count("decode_attention kv_heads", kv_heads);
@@ -148,8 +173,9 @@ OpCost decode_attention(double batch, double heads, double kv_heads, double cont
     double written = batch * heads * head_dim * ea;
     op.launches = 1;
     if (kind == AttentionKind::standard) {
-        read += batch * 2 * heads * context * ea;
-        written += batch * 2 * heads * context * ea;
+        const double per_score = score_bytes > 0 ? score_bytes : 4 * ea;
+        read += batch * heads * context * per_score / 2;
+        written += batch * heads * context * per_score / 2;
         op.launches = 3;
     }
     op.add_dram(read, written);

@@ -9,7 +9,7 @@ import numpy.typing
 import typing
 from . import calibration
 from . import ops
-__all__: list[str] = ['Architecture', 'CeilingTimes', 'DATA_DIR_VARIABLE', 'Deployment', 'Device', 'DeviceDB', 'Engine', 'EngineBackend', 'Estimate', 'EstimatePlan', 'FitReport', 'LinearKernel', 'Model', 'OpCost', 'RidgeShiftPoint', 'Timing', 'attainable_flops', 'calibrate_efficiency', 'calibration', 'cheapest_deployments', 'data_directory', 'dtypes', 'engine', 'engine_names', 'estimate', 'estimate_fields', 'evaluate', 'format_info', 'format_names', 'ggml_types', 'kv_cache_bytes', 'kv_cache_bytes_read', 'kv_format_names', 'llama_mix_names', 'llama_mix_types', 'load_device', 'load_engine_directory', 'max_batch_for_latency', 'min_batch_for_throughput', 'ops', 'parse_device', 'phase_bound_names', 'quant_names', 'read_gguf', 'ridge_shift', 'scaling_exponent', 'set_data_directory', 'speculative_tokens_per_cycle', 'sum_of_totals', 'summarize_validation', 'supported_model_types', 'sweep', 'sweep_code_columns', 'sweep_columns', 'sweep_points', 'tensor_formats', 'unknown_name_message', 'validate', 'weight_bytes']
+__all__: list[str] = ['Architecture', 'CeilingTimes', 'DATA_DIR_VARIABLE', 'Deployment', 'Device', 'DeviceDB', 'Engine', 'EngineBackend', 'EngineFitResult', 'Estimate', 'EstimatePlan', 'FitReport', 'LinearKernel', 'Model', 'OpCost', 'RidgeShiftPoint', 'Timing', 'attainable_flops', 'calibrate_efficiency', 'calibration', 'cheapest_deployments', 'cross_validate_engine', 'data_directory', 'dtypes', 'engine', 'engine_names', 'engine_parameter', 'estimate', 'estimate_fields', 'evaluate', 'fit_engine', 'format_info', 'format_names', 'ggml_types', 'kv_cache_bytes', 'kv_cache_bytes_read', 'kv_format_names', 'llama_mix_names', 'llama_mix_types', 'load_device', 'load_engine_directory', 'max_batch_for_latency', 'min_batch_for_throughput', 'ops', 'parse_device', 'phase_bound_names', 'predict_points', 'quant_names', 'read_gguf', 'ridge_shift', 'scaling_exponent', 'set_data_directory', 'speculative_tokens_per_cycle', 'sum_of_totals', 'summarize_validation', 'supported_model_types', 'sweep', 'sweep_code_columns', 'sweep_columns', 'sweep_points', 'tensor_formats', 'unknown_name_message', 'validate', 'weight_bytes']
 class OpCost:
     """
     FLOPs by unit and format, bytes read and written per memory level, and kernel launches of one op
@@ -389,6 +389,14 @@ class LinearKernel:
     A kernel an engine runs linear layers with
     """
     @property
+    def alu_format(self) -> str:
+        ...
+    @property
+    def alu_ops_per_mac(self) -> float:
+        """
+        ALU operations beside each multiply-add
+        """
+    @property
     def compute(self) -> str:
         """
         'activation' or the format of its multiply-adds
@@ -399,6 +407,16 @@ class LinearKernel:
     @property
     def dequant_overlapped(self) -> bool:
         ...
+    @property
+    def efficiency(self) -> float:
+        """
+        fraction of the unit's achievable peak it reaches
+        """
+    @property
+    def launches(self) -> float:
+        """
+        kernels launched per linear layer
+        """
     @property
     def max_rows(self) -> float:
         """
@@ -441,7 +459,15 @@ class EngineBackend:
     def backend(self) -> str:
         ...
     @property
+    def bandwidth_fraction(self) -> float:
+        """
+        fraction of the device's achievable bandwidth its streaming kernels reach
+        """
+    @property
     def collective_step_latency_s(self) -> float:
+        ...
+    @property
+    def flash_attention_version(self) -> int:
         ...
     @property
     def fused_qkv(self) -> bool:
@@ -455,6 +481,16 @@ class EngineBackend:
     @property
     def logits_last_token_only(self) -> bool:
         ...
+    @property
+    def op_kernels(self) -> dict[str, float]:
+        """
+        kernels per op where the engine launches other than one
+        """
+    @property
+    def prefill_ubatch_tokens(self) -> float:
+        """
+        prompt micro-batch (0: whole prompt)
+        """
     @property
     def runtime_overhead_bytes(self) -> float:
         ...
@@ -542,7 +578,7 @@ class Estimate:
     @property
     def ceiling_decode_weights(self) -> float:
         """
-        DRAM bandwidth / weight bytes of one rank: decode tokens/s if only weights were read [1/s]
+        DRAM bandwidth / weight bytes one decode step reads on one rank (active experts, the output head; not the embedding table): decode tokens/s per sequence if only weights were read [1/s]
         """
     @property
     def ceiling_prefill(self) -> float:
@@ -553,6 +589,11 @@ class Estimate:
     def compute_bound_batch(self) -> float:
         """
         smallest batch whose decode step is compute-bound (0: none up to 2^20) []
+        """
+    @property
+    def context_tokens(self) -> float:
+        """
+        tokens already in each sequence's KV cache before the prompt (llama-bench -d) []
         """
     @property
     def decode_bound(self) -> str:
@@ -573,6 +614,16 @@ class Estimate:
     def decode_tokens_per_s(self) -> float:
         """
         generated tokens per second of one sequence (gen_tokens / decode_s) [1/s]
+        """
+    @property
+    def decode_tokens_per_s_hi(self) -> float:
+        """
+        high end of decode_tokens_per_s's prediction interval [1/s]
+        """
+    @property
+    def decode_tokens_per_s_lo(self) -> float:
+        """
+        low end of decode_tokens_per_s's prediction interval (engine_db prediction_interval) [1/s]
         """
     @property
     def decode_tokens_per_s_total(self) -> float:
@@ -675,6 +726,16 @@ class Estimate:
         prompt tokens per second (batch x prompt_tokens / prefill_s) [1/s]
         """
     @property
+    def prefill_tokens_per_s_hi(self) -> float:
+        """
+        high end of prefill_tokens_per_s's prediction interval [1/s]
+        """
+    @property
+    def prefill_tokens_per_s_lo(self) -> float:
+        """
+        low end of prefill_tokens_per_s's prediction interval (engine_db prediction_interval) [1/s]
+        """
+    @property
     def prompt_tokens(self) -> float:
         """
         prompt tokens of each sequence []
@@ -710,6 +771,11 @@ class Estimate:
         time to the first token: the prefill, or one decode step without a prompt [s]
         """
     @property
+    def ubatch_tokens(self) -> float:
+        """
+        prompt micro-batch in tokens (llama.cpp -ub; 0: the whole prompt at once) []
+        """
+    @property
     def weight_bytes(self) -> float:
         """
         bytes of every weight under the quantization (all ranks) [B]
@@ -718,11 +784,11 @@ class EstimatePlan:
     """
     A model × device × configuration ready to be estimated at any batch, prompt and generated tokens in O(1)
     """
-    def __init__(self, model: Model, device: Device, quant: str, kv_dtype: str = 'f16', flash_attention: bool = False, engine: str = 'llama.cpp', tensor_parallel: typing.SupportsFloat | typing.SupportsIndex = 1) -> None:
+    def __init__(self, model: Model, device: Device, quant: str, kv_dtype: str = 'f16', flash_attention: bool = False, engine: str = 'llama.cpp', tensor_parallel: typing.SupportsFloat | typing.SupportsIndex = 1, ubatch_tokens: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> None:
         ...
     def __repr__(self) -> str:
         ...
-    def estimate(self, batch: typing.SupportsFloat | typing.SupportsIndex, prompt_tokens: typing.SupportsFloat | typing.SupportsIndex, gen_tokens: typing.SupportsFloat | typing.SupportsIndex, breakdown: bool = True) -> Estimate:
+    def estimate(self, batch: typing.SupportsFloat | typing.SupportsIndex, prompt_tokens: typing.SupportsFloat | typing.SupportsIndex, gen_tokens: typing.SupportsFloat | typing.SupportsIndex, breakdown: bool = True, context_tokens: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> Estimate:
         ...
     @property
     def backend(self) -> str:
@@ -753,6 +819,11 @@ class EstimatePlan:
     @property
     def tensor_parallel(self) -> int:
         ...
+    @property
+    def ubatch_tokens(self) -> float:
+        """
+        the prompt micro-batch in use (0: whole)
+        """
 class FitReport:
     """
     Residuals and parameters of an efficiency fit
@@ -787,6 +858,29 @@ class FitReport:
     @property
     def rms_relative_error_before(self) -> float:
         ...
+class EngineFitResult:
+    """
+    An engine with fitted parameters, and how well it fits
+    """
+    @property
+    def engine(self) -> Engine:
+        ...
+    @property
+    def iterations(self) -> int:
+        ...
+    @property
+    def predicted(self) -> list[float]:
+        """
+        tokens/s per point after the fit
+        """
+    @property
+    def rms_log_error(self) -> float:
+        ...
+    @property
+    def values(self) -> list[float]:
+        """
+        per parameter, in the order given
+        """
 class Deployment:
     """
     One candidate deployment: count devices × replicas running the model
@@ -876,6 +970,10 @@ def cheapest_deployments(model: Model, devices: collections.abc.Sequence[Device]
     """
     Every (device, count, quant) candidate serving the target, cheapest first (deployment.hpp)
     """
+def cross_validate_engine(engine: Engine, parameters: collections.abc.Sequence[tuple[str, str, typing.SupportsFloat | typing.SupportsIndex, typing.SupportsFloat | typing.SupportsIndex]], rows: collections.abc.Sequence[dict], models: collections.abc.Sequence[Model], devices: collections.abc.Sequence[Device], groups: collections.abc.Sequence[str], max_iterations: typing.SupportsInt | typing.SupportsIndex = 60) -> list[float]:
+    """
+    Each point predicted by a fit without its group (engine_fit.hpp)
+    """
 def data_directory() -> str:
     """
     The folder holding hardware_db/, engine_db/ and model_db/ ($ROOFLINE_DATA_DIR when set)
@@ -892,7 +990,11 @@ def engine_names() -> list[str]:
     """
     Ids of the engines of the default engine_db
     """
-def estimate(model: Model, device: Device, quant: str, batch: typing.SupportsFloat | typing.SupportsIndex = 1.0, prompt_tokens: typing.SupportsFloat | typing.SupportsIndex = 512.0, gen_tokens: typing.SupportsFloat | typing.SupportsIndex = 128.0, kv_dtype: str = 'f16', flash_attention: bool = False, engine: str = 'llama.cpp', tensor_parallel: typing.SupportsFloat | typing.SupportsIndex = 1, draft: Model = None, draft_quant: str = '', draft_tokens: typing.SupportsFloat | typing.SupportsIndex = 0.0, acceptance: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> Estimate:
+def engine_parameter(engine: Engine, backend: str, key: str) -> float:
+    """
+    The value of a fit parameter of an engine backend
+    """
+def estimate(model: Model, device: Device, quant: str, batch: typing.SupportsFloat | typing.SupportsIndex = 1.0, prompt_tokens: typing.SupportsFloat | typing.SupportsIndex = 512.0, gen_tokens: typing.SupportsFloat | typing.SupportsIndex = 128.0, kv_dtype: str = 'f16', flash_attention: bool = False, engine: str = 'llama.cpp', tensor_parallel: typing.SupportsFloat | typing.SupportsIndex = 1, draft: Model = None, draft_quant: str = '', draft_tokens: typing.SupportsFloat | typing.SupportsIndex = 0.0, acceptance: typing.SupportsFloat | typing.SupportsIndex = 0.0, context_tokens: typing.SupportsFloat | typing.SupportsIndex = 0.0, ubatch_tokens: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> Estimate:
     ...
 def estimate_fields() -> list:
     """
@@ -900,6 +1002,10 @@ def estimate_fields() -> list:
     """
 def evaluate(op: OpCost, device: Device, ideal: bool = False) -> Timing:
     ...
+def fit_engine(engine: Engine, parameters: collections.abc.Sequence[tuple[str, str, typing.SupportsFloat | typing.SupportsIndex, typing.SupportsFloat | typing.SupportsIndex]], rows: collections.abc.Sequence[dict], models: collections.abc.Sequence[Model], devices: collections.abc.Sequence[Device], max_iterations: typing.SupportsInt | typing.SupportsIndex = 60) -> EngineFitResult:
+    """
+    parameters: (backend, key, lo, hi); least squares on log(predicted / measured) (engine_fit.hpp)
+    """
 def format_info(name: str) -> dict:
     """
     A storage format's bits per element (scales included), compute format and dequantization work
@@ -956,6 +1062,10 @@ def phase_bound_names() -> list[str]:
     """
     Bound names indexed by a sweep's prefill_bound / decode_bound codes
     """
+def predict_points(engine: Engine, rows: collections.abc.Sequence[dict], models: collections.abc.Sequence[Model], devices: collections.abc.Sequence[Device]) -> list[float]:
+    """
+    Tokens/s of each point's phase with this engine (rows as validate() takes them)
+    """
 def quant_names() -> list[str]:
     """
     Every quantization: llama.cpp mixes, then GPU schemes
@@ -990,7 +1100,7 @@ def summarize_validation(points: collections.abc.Sequence[tuple[str, typing.Supp
     """
 def supported_model_types() -> list[str]:
     ...
-def sweep(models: collections.abc.Sequence[Model], quants: collections.abc.Sequence[str], devices: collections.abc.Sequence[Device], engines: collections.abc.Sequence[str], kv_dtypes: collections.abc.Sequence[str], flash_attention: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], tensor_parallel: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], batch: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], prompt_tokens: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], gen_tokens: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], threads: typing.SupportsInt | typing.SupportsIndex = 0, skip_invalid: bool = False) -> dict:
+def sweep(models: collections.abc.Sequence[Model], quants: collections.abc.Sequence[str], devices: collections.abc.Sequence[Device], engines: collections.abc.Sequence[str], kv_dtypes: collections.abc.Sequence[str], flash_attention: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], tensor_parallel: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], batch: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], prompt_tokens: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], gen_tokens: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], threads: typing.SupportsInt | typing.SupportsIndex = 0, skip_invalid: bool = False, context_tokens: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex] = [0.0], ubatch_tokens: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex] = [0.0]) -> dict:
     """
     Estimates over the product of the axes, as a dict of column arrays (numpy, not copied) and codes
     """
@@ -1002,7 +1112,7 @@ def sweep_columns() -> list[str]:
     """
     Names of a sweep's numeric columns, in order
     """
-def sweep_points(models: collections.abc.Sequence[Model], quants: collections.abc.Sequence[str], devices: collections.abc.Sequence[Device], engines: collections.abc.Sequence[str], kv_dtypes: collections.abc.Sequence[str], flash_attention: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], tensor_parallel: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], model: typing.Annotated[numpy.typing.ArrayLike, numpy.uint32], quant: typing.Annotated[numpy.typing.ArrayLike, numpy.uint32], device: typing.Annotated[numpy.typing.ArrayLike, numpy.uint32], engine: typing.Annotated[numpy.typing.ArrayLike, numpy.uint32], kv_dtype: typing.Annotated[numpy.typing.ArrayLike, numpy.uint32], flash: typing.Annotated[numpy.typing.ArrayLike, numpy.uint32], tp: typing.Annotated[numpy.typing.ArrayLike, numpy.uint32], batch: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], prompt_tokens: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], gen_tokens: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], threads: typing.SupportsInt | typing.SupportsIndex = 0, skip_invalid: bool = False) -> dict:
+def sweep_points(models: collections.abc.Sequence[Model], quants: collections.abc.Sequence[str], devices: collections.abc.Sequence[Device], engines: collections.abc.Sequence[str], kv_dtypes: collections.abc.Sequence[str], flash_attention: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], tensor_parallel: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], model: typing.Annotated[numpy.typing.ArrayLike, numpy.uint32], quant: typing.Annotated[numpy.typing.ArrayLike, numpy.uint32], device: typing.Annotated[numpy.typing.ArrayLike, numpy.uint32], engine: typing.Annotated[numpy.typing.ArrayLike, numpy.uint32], kv_dtype: typing.Annotated[numpy.typing.ArrayLike, numpy.uint32], flash: typing.Annotated[numpy.typing.ArrayLike, numpy.uint32], tp: typing.Annotated[numpy.typing.ArrayLike, numpy.uint32], batch: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], prompt_tokens: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], gen_tokens: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], threads: typing.SupportsInt | typing.SupportsIndex = 0, skip_invalid: bool = False, ubatch_tokens: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex] = [0.0], ubatch: typing.Annotated[numpy.typing.ArrayLike, numpy.uint32] = ..., context_tokens: typing.Annotated[numpy.typing.ArrayLike, numpy.float64] = ...) -> dict:
     """
     Estimates of explicit points (indices into the configuration lists), as sweep() returns them
     """

@@ -24,14 +24,18 @@ struct AttentionShape {
     double kv_heads = 0;   ///< KV heads (GQA: heads / group); 0 = heads (multi-head attention)
 };
 
-/// Flash attention's on-chip budget: the SRAM one thread block tiles in, and the L2 that may catch re-reads.
+/// Flash attention's on-chip budget — the SRAM one thread block tiles in, the L2 that may catch re-reads, how many
+/// thread blocks run at once — and the loop order of its version.
 struct FlashTiles {
     double sram_bytes = 0;  ///< per compute unit
     double l2_bytes = 0;    ///< 0: no cache between SRAM and DRAM (FlashAttention's Theorem 2 model)
+    double units = 1;       ///< compute units: thread blocks resident at once (one per unit)
+    int version = 2;        ///< 1: K/V blocks outermost (FlashAttention-1); 2: a Q block resident, K/V streamed (FA-2/3)
 };
-/// The tiles flash attention uses on `device`: its SRAM per compute unit and its L2 capacity (0 without an L2).
-/// Throws NotFound naming the device when its data has no SRAM per compute unit.
-FlashTiles flash_tiles(const Device& device);
+/// The tiles flash attention uses on `device`: its SRAM per compute unit, its L2 capacity (0 without an L2) and its
+/// compute units, for a FlashAttention version (1, 2 or 3; 3 has FA-2's loop order). Throws NotFound naming the
+/// device when its data has no SRAM per compute unit, InvalidArgument for another version.
+FlashTiles flash_tiles(const Device& device, int version = 2);
 
 /// Fraction of the N×M query-key pairs a causal mask keeps, queries being the last N of M positions:
 /// (N·(M−N) + N·(N+1)/2) / (N·M); 1 when not causal.
@@ -42,39 +46,47 @@ double causal_fraction(const AttentionShape& s);
 /// format; `fmt` when null): kv_bytes, the GQA convention decode attention uses too. Tiles that enter SRAM are
 /// counted per query head (each query head's thread blocks load their own K and V tiles).
 ///
-/// standard forward (three kernels; the mask does not skip work in dense GEMMs):
+/// standard forward (three kernels; the mask does not skip work in dense GEMMs; `score_bytes` > 0 replaces the
+/// 4 · bytes-per-element of DRAM traffic per score element below, for engines whose kernels pass S and P through
+/// format conversions):
 ///   S = Q·Kᵀ  2NMd FLOPs; read Q (Nd), K (Md); write S (NM)
 ///   P = softmax(S)  softmax_flops(N, M); read S, write P (NM each)
 ///   O = P·V  2NMd FLOPs; read P (NM), V (Md); write O (Nd)
 /// standard backward (five kernels, P kept from the forward pass):
 ///   dV = Pᵀ·dO, dP = dO·Vᵀ, dS = P∘(dP − rowsum(dO∘O)), dQ = dS·K, dK = dSᵀ·Q
 ///   8NMd + 2NM + 2Nd FLOPs; reads 5NM + 5Nd + 2Md, writes 2NM + Nd + 2Md
-/// flash (Dao et al. 2022, Algorithm 1 forward and Algorithm 4 backward, the IO count of their Theorem 2):
-///   SRAM of E = sram_bytes / bytes-per-element elements; Bc = ceil(E / 4d), Tc = ceil(M / Bc) column blocks.
-///   forward: compulsory DRAM traffic — read Q, K, V once, write O once (and the fp32 row statistics m, l,
-///   2N values, when a backward pass needs them); then for each column block after the first, re-read Q and O
-///   (2Nd·f) and write O (Nd·f) and m, l (read and written). FLOPs 4NMd·f + softmax_flops·f + 2Nd·Tc
-///   (rescaling O per block). Θ(N²d²/E) accesses in all.
-///   backward: compulsory — read Q, O, dO, K, V and m, l, write dQ, dK, dV once; per further column block
-///   re-read Q, O, dO, dQ and m, l (4Nd·f) and write dQ (Nd·f). FLOPs 10NMd·f (recomputed S, then dV, dP, dQ,
-///   dK) + softmax_flops·f + 2NM·f + 2Nd·Tc.
-///   The re-read rows of one (batch, head) are Q and O (forward; also dO and dQ backward): when that working set
-///   fits in l2_bytes (> 0), the re-reads are L2 hits and DRAM sees only the compulsory traffic; with
-///   l2_bytes = 0 (the paper's model: no cache between SRAM and HBM) they go to DRAM.
-///   The score tiles S and P (2NM·f written and read, forward; again backward) never leave SRAM: they are
-///   counted at the sram level, with every byte that enters or leaves SRAM.
+/// flash, common to both versions: SRAM of E = sram_bytes / bytes-per-element elements; Bc = ceil(E / 4d) key rows
+///   and Br = min(Bc, d) query rows per tile (Dao et al. 2022, Algorithm 1); Tc = ceil(M / Bc), Tr = ceil(N / Br).
+///   Compulsory DRAM traffic: read Q, K, V once, write O once (and the fp32 row statistics m, l, 2N values, when a
+///   backward pass needs them). FLOPs 4NMd·f + softmax_flops·f + 2Nd·Tc (rescaling O per block); backward
+///   10NMd·f (recomputed S, then dV, dP, dQ, dK) + softmax_flops·f + 2NM·f + 2Nd·Tc. The score tiles S and P
+///   (2NM·f written and read, forward; again backward) never leave SRAM: they are counted at the sram level, with
+///   every byte that enters or leaves SRAM.
+/// The re-reads follow each version's loop order. A re-read is an L2 hit when the rows it re-reads, for all the
+/// thread blocks resident at once (`units` of them), fit in l2_bytes (> 0); else it goes to DRAM.
+/// version 1 (FlashAttention-1, Algorithm 1 and 4; the IO count of their Theorem 2): K/V blocks outermost, one
+///   thread block per (batch, head) — for each column block after the first, re-read Q and O (2Nd·f) and write O
+///   (Nd·f) and m, l (read and written); backward also re-reads dO and dQ and writes dQ per block (4Nd·f read,
+///   Nd·f written). Working set: Q and O (backward also dO, dQ) and m, l of min(units, batch·heads) heads.
+/// version 2 (FlashAttention-2 and -3, Dao 2023 Algorithm 1 and 2): a thread block keeps one Q block and streams
+///   K and V, so Q is read and O written once, and K, V are re-read once per further Q block (Tr − 1 times, 2Md·f
+///   each, in K and V's format) — thread blocks of one head run side by side, so the working set is K and V of
+///   ceil(units / Tr) KV heads. Backward keeps a K/V block resident and streams Q, dO; dQ is accumulated in fp32
+///   across the K/V blocks (read and written once per further block: 4Nd·f·(Tc − 1) each way) — working set dQ
+///   of ceil(units / Tc) heads.
 /// Matrix products run on matrix units in fmt's compute format, softmax and elementwise work on vector units.
 OpCost attention(const AttentionShape& shape, const Format& fmt, AttentionKind kind, bool backward = false,
-                 const FlashTiles& tiles = {}, const Format* kv = nullptr);
+                 const FlashTiles& tiles = {}, const Format* kv = nullptr, double score_bytes = 0);
 
 /// One new query token per sequence attending a KV cache of `context` tokens (including itself).
 /// Per sequence: read K and V of the cache (kv_bytes: 2·context·kv_heads·d in kv's format; grouped query heads
 /// share them), read q and write o (heads·d each, act's format). FLOPs heads·(4·context·d) + softmax_flops(heads,
 /// context) on matrix units, plus kv.dequant_flops_per_element per cache element read (OpCost::add_dequant).
-/// standard additionally writes and reads the scores and probabilities (4·heads·context elements of act) in
-/// three launches; flash keeps them on chip in one launch.
+/// standard additionally writes and reads the scores and probabilities (heads·context elements, 4 passes of act,
+/// or `score_bytes` > 0 bytes per element) in three launches; flash keeps them on chip in one launch.
 OpCost decode_attention(double batch, double heads, double kv_heads, double context, double head_dim,
-                        const Format& act, const Format& kv, AttentionKind kind = AttentionKind::flash);
+                        const Format& act, const Format& kv, AttentionKind kind = AttentionKind::flash,
+                        double score_bytes = 0);
 
 /// Write `tokens` new tokens' K and V per sequence into the cache: read 2·tokens·kv_heads·d elements of act,
 /// write them in kv's format (kv_bytes); kv.dequant_flops_per_element FLOPs per element (quantizing costs

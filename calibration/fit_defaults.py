@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""Fit the engine defaults of engine_db to the calibration corpus, and write them with their sources.
+
+    python3 calibration/fit_defaults.py           # fit every fit of tests/validation/fits.json, write engine_db
+    python3 calibration/fit_defaults.py --check   # fit and compare with the committed values (exit 1 if they differ)
+
+The fits run in the order fits.json lists them, each from the values the previous ones wrote (a fit that starts
+from the committed values ends where they are when they are reproducible). Each fitted number is written into the
+file its parameter's ``store`` names (default: the fit's engine), under the backend the fit names, with a source
+that says which fit and which tables gave it. Only engine parameters are fitted; device ceilings come from
+hardware_db (datasheets and microbenchmarks). The fitting itself (least squares on log(predicted / measured)) is
+the core's (``roofline::fit_engine``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Tuple
+
+REPO = Path(__file__).resolve().parent.parent
+os.environ["ROOFLINE_DATA_DIR"] = str(REPO)  # the repository's databases, not an installed copy
+
+import rooflinepy as rp  # noqa: E402
+from rooflinepy import _core, validation  # noqa: E402
+from rooflinepy._engine import Engine  # noqa: E402
+
+VALIDATION = REPO / "tests" / "validation"
+ENGINE_DB = REPO / "engine_db"
+
+
+def load_engines() -> Dict[str, Engine]:
+    return {e.id: Engine(e) for e in _core.load_engine_directory(str(ENGINE_DB))}
+
+
+def engine_file(engine_id: str) -> Path:
+    for path in sorted(ENGINE_DB.glob("*.json")):
+        if path.name == "schema.json":
+            continue
+        with open(path) as f:
+            if json.load(f).get("id") == engine_id:
+                return path
+    raise SystemExit(f"no engine_db file has id '{engine_id}'")
+
+
+def _kernels(backend: Dict[str, Any], name: str, path: Path, key: str) -> List[Dict[str, Any]]:
+    if "linear_kernels" not in backend:
+        raise SystemExit(f"{path}: fitting '{key}' needs this backend's linear_kernels written out in the file")
+    glob = name.endswith("*")
+    stem = name[:-1] if glob else name
+    found = [k for k in backend["linear_kernels"]["value"]
+             if (k["name"].startswith(stem) if glob else k["name"] == name)]
+    if not found:
+        raise SystemExit(f"{path}: no kernel '{name}' in {key}")
+    return found
+
+
+def store(doc: Dict[str, Any], backend: str, key: str, value: float, source: str, path: Path) -> None:
+    b = doc["backends"].setdefault(backend, {})
+    if key.startswith("linear_kernels["):
+        name, field = key[len("linear_kernels["):].rsplit("].", 1)
+        for k in _kernels(b, name, path, key):
+            k[field] = value
+            k["source"] = _replace_fitted(k.get("source", ""), f"{field} {source}")
+        return
+    old = b.get(key, {})
+    b[key] = {"value": value, "source": source, **({"uncertain": old["uncertain"]} if "uncertain" in old else {})}
+
+
+def _replace_fitted(text: str, fitted: str) -> str:
+    """A kernel's source with the sentence about its fitted field replaced."""
+    field = fitted.split(" ", 1)[0]
+    kept = [s for s in text.split("; ") if not s.startswith(field + " fitted by calibration/fit_defaults.py")]
+    return "; ".join(kept + [fitted])
+
+
+def _quantile(xs: List[float], q: float) -> float:
+    """The q-quantile of xs, linear between order statistics (numpy's default)."""
+    s = sorted(xs)
+    pos = q * (len(s) - 1)
+    i = int(pos)
+    return s[i] if i + 1 >= len(s) else s[i] + (pos - i) * (s[i + 1] - s[i])
+
+
+def interval_of(fit: Dict[str, Any], engines: Dict[str, Engine], coverage: float, widen: float) -> Dict[str, Any]:
+    """The prediction interval of a fit: the central `coverage` of measured / predicted over its cross-validated
+    points (leave-one-device-out, or in-sample for a single device), per phase, and what the points cover."""
+    cv = validation.cross_validate(fit, VALIDATION, start=engines[fit["engine"]])
+    lodo = cv["lodo"].notna().all()
+    pred = cv["lodo"] if lodo else cv["in_sample"]
+    ratio = cv["measured"] / pred
+    out: Dict[str, Any] = {"coverage": coverage}
+    for phase, prefix in (("decode", "tg"), ("prefill", "pp")):
+        r = [float(x) for x, test in zip(ratio, cv["test"]) if test.startswith(prefix)]
+        if not r:  # the fit's tables do not measure this phase: filled with the widest calibrated one
+            out[phase] = None
+            continue
+        lo, hi = _quantile(r, (1 - coverage) / 2), _quantile(r, (1 + coverage) / 2)
+        out[phase] = [round(min(lo, 1.0), 4), round(max(hi, 1.0), 4)]
+    out["device_families"] = sorted({rp.device(d).family for d in cv["device"]})
+    out["weight_formats"] = sorted(set(cv["quant"]))
+    out["widen"] = widen
+    kind = "leave-one-device-out" if lodo else "in-sample (one device: no device left out)"
+    out["_source"] = (f"calibration/fit_defaults.py: the central {coverage:.0%} of measured / predicted tokens/s of "
+                      f"the {len(cv)} points of fit '{fit['name']}' ({', '.join(fit['tables'])}), {kind}; widened "
+                      f"{widen:g}-fold in log space per device family or weight format outside the ones listed")
+    return out
+
+
+def run_fit(fit: Dict[str, Any], engines: Dict[str, Engine]) -> Tuple[List[float], List[Dict[str, Any]], float]:
+    start = engines[fit["engine"]]
+    fitted, values, pts = validation.fit_engine(fit, start=start, directory=VALIDATION)
+    errors = [abs(p["predicted"] / p["measured_tokens_per_s"] - 1) for p in pts]
+    return values, pts, 100 * sum(errors) / len(errors)
+
+
+def write_intervals(fits: List[Dict[str, Any]], engines: Dict[str, Engine], check: bool = False) -> List[str]:
+    """Every backend's prediction_interval: each fit's into the engines its interval_to names; the 'any' backend of
+    every other engine file by the uncalibrated rule of fits.json. check: write nothing, return what differs from
+    the files."""
+    with open(VALIDATION / "fits.json") as f:
+        rule = json.load(f)["interval"]
+    written: Dict[Tuple[str, str], Dict[str, Any]] = {}
+    diffs: List[str] = []
+    for fit in fits:
+        if not fit.get("interval_to"):
+            continue
+        iv = interval_of(fit, engines, rule["coverage"], rule["widen"])
+        for eid in fit["interval_to"]:
+            written[(eid, fit["backend"])] = iv
+    widest = {ph: [min(v[ph][0] for v in written.values() if v[ph]), max(v[ph][1] for v in written.values() if v[ph])]
+              for ph in ("decode", "prefill")}
+    for iv in written.values():
+        for ph in ("decode", "prefill"):
+            if iv[ph] is None:
+                iv[ph] = widest[ph]
+                iv["_source"] += f"; {ph}: none of its points measures it, the widest calibrated {ph} interval is used"
+    for path in sorted(ENGINE_DB.glob("*.json")):
+        if path.name == "schema.json":
+            continue
+        with open(path) as f:
+            doc = json.load(f)
+        changed = False
+        new: Dict[str, Dict[str, Any]] = {}
+        for (eid, backend), iv in written.items():
+            if doc["id"] == eid:
+                value = {k: v for k, v in iv.items() if k != "_source"}
+                new[backend] = {"value": value, "source": iv["_source"]}
+        if "any" in doc["backends"] and (doc["id"], "any") not in written:
+            new["any"] = {
+                "value": {"coverage": rule["coverage"], **widest, "device_families": [], "weight_formats": [],
+                          "widen": rule["widen"]},
+                "source": "calibration/fit_defaults.py, the uncalibrated rule of tests/validation/fits.json: " +
+                          rule["uncalibrated"] + " (no corpus measures this engine on this backend)"}
+        for backend, pi in new.items():
+            old = doc["backends"].get(backend, {}).get("prediction_interval", {}).get("value")
+            for ph in ("decode", "prefill"):
+                if not old or any(abs(a - b) > 5e-3 * b for a, b in zip(old[ph], pi["value"][ph])):
+                    diffs.append(f"{path.name} {backend} prediction_interval.{ph}: committed "
+                                 f"{old[ph] if old else None}, fit {pi['value'][ph]}")
+            if old and (old["device_families"], old["weight_formats"]) != (pi["value"]["device_families"],
+                                                                          pi["value"]["weight_formats"]):
+                diffs.append(f"{path.name} {backend} prediction_interval coverage lists differ")
+            doc["backends"].setdefault(backend, {})["prediction_interval"] = pi
+            changed = True
+        if changed and not check:
+            with open(path, "w") as f:
+                f.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    return diffs
+
+
+def main(argv: List[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--check", action="store_true", help="compare with the committed values instead of writing")
+    ap.add_argument("--rtol", type=float, default=5e-3, help="--check: relative tolerance (default 0.5 %%)")
+    args = ap.parse_args(argv)
+
+    fits = validation.fits(VALIDATION)
+    engines = load_engines()
+    failed = []
+    rows = []
+    for fit in fits:
+        values, pts, mape = run_fit(fit, engines)
+        source_tail = (f"fitted by calibration/fit_defaults.py (fit '{fit['name']}' of tests/validation/fits.json) "
+                       f"to {', '.join('tests/validation/' + t + '.csv' for t in fit['tables'])} "
+                       f"({len(pts)} points; in-sample MAPE {mape:.1f} %)")
+        docs: Dict[Path, Dict[str, Any]] = {}
+        for p, v in zip(fit["parameters"], values):
+            path = engine_file(p.get("store", fit["engine"]))
+            if path not in docs:
+                with open(path) as f:
+                    docs[path] = json.load(f)
+            committed = _core.engine_parameter(engines[p.get("store", fit["engine"])]._core, fit["backend"], p["key"])
+            ok = abs(v - committed) <= args.rtol * max(abs(committed), 1e-12)
+            rows.append((fit["name"], p["key"], path.name, committed, v, ok))
+            if not ok:
+                failed.append(f"{fit['name']}: {p['key']} committed {committed:.6g}, fit {v:.6g}")
+            if not args.check:
+                store(docs[path], fit["backend"], p["key"], round(v, 4), source_tail, path)
+        if not args.check:
+            for path, doc in docs.items():
+                with open(path, "w") as f:
+                    f.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+            engines = load_engines()  # the next fit starts from what this one wrote
+    failed += write_intervals(validation.fits(VALIDATION), engines, check=args.check)
+    width = max(len(r[1]) for r in rows)
+    for name, key, file, committed, v, ok in rows:
+        print(f"{name:<42} {key:<{width}} {file:<26} committed {committed:>9.4f}  fit {v:>9.4f}  {'ok' if ok else 'DIFFERS'}")
+    if args.check and failed:
+        print("\nthe committed defaults are not what the fits give; run calibration/fit_defaults.py:\n  " +
+              "\n  ".join(failed), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
