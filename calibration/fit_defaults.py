@@ -116,6 +116,31 @@ def run_fit(fit: Dict[str, Any], engines: Dict[str, Engine]) -> Tuple[List[float
     return values, pts, 100 * sum(errors) / len(errors)
 
 
+def write_derived(engines: Dict[str, Engine], check: bool = False) -> List[str]:
+    """The values fits.json derives from fitted ones ('derived': value = the source value + plus), with their rule
+    as source. check: write nothing, return what differs from the files."""
+    with open(VALIDATION / "fits.json") as f:
+        rules = json.load(f).get("derived", [])
+    diffs: List[str] = []
+    for r in rules:
+        src = r["from"]
+        value = round(_core.engine_parameter(engines[src["engine"]]._core, src["backend"], src["key"]) + r["plus"], 4)
+        committed = _core.engine_parameter(engines[r["engine"]]._core, r["backend"], r["key"])
+        if abs(value - committed) > 5e-3 * max(abs(value), 1e-12):
+            diffs.append(f"{r['engine']} {r['backend']} {r['key']}: committed {committed:.6g}, derived {value:.6g}")
+        if check:
+            continue
+        path = engine_file(r["engine"])
+        with open(path) as f:
+            doc = json.load(f)
+        source = (f"written by calibration/fit_defaults.py (derived, tests/validation/fits.json): {src['engine']} "
+                  f"{src['backend']} {src['key']} + {r['plus']:g}; {r['why']}")
+        store(doc, r["backend"], r["key"], value, source, path)
+        with open(path, "w") as f:
+            f.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    return diffs
+
+
 def write_intervals(fits: List[Dict[str, Any]], engines: Dict[str, Engine], check: bool = False) -> List[str]:
     """Every backend's prediction_interval: each fit's into the engines its interval_to names; the 'any' backend of
     every other engine file by the uncalibrated rule of fits.json. check: write nothing, return what differs from
@@ -204,6 +229,9 @@ def main(argv: List[str]) -> int:
                 with open(path, "w") as f:
                     f.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
             engines = load_engines()  # the next fit starts from what this one wrote
+    failed += write_derived(engines, check=args.check)
+    if not args.check:
+        engines = load_engines()
     failed += write_intervals(validation.fits(VALIDATION), engines, check=args.check)
     width = max(len(r[1]) for r in rows)
     for name, key, file, committed, v, ok in rows:

@@ -68,8 +68,17 @@ def tour(calibrate: bool = False, gpu_profile: Optional[str] = None, gguf: Optio
     fits: bool = est.fits
     total: float = memory["total"]
     assert prefill > decode > 0 and ttft > 0 and fits == memory["fits"] and total <= memory["capacity"]
-    ceilings = est.ceilings  # bandwidth / weight bytes, the pure roofline of each phase, their bounds
+    lo, hi = est.decode_tokens_per_s_interval  # the engine's cross-validated 80 % prediction interval
+    assert lo < decode < hi
+    ceilings = est.ceilings  # bandwidth / weight bytes a step reads, the pure roofline of each phase, bounds
     assert ceilings["decode_bound"] == "memory:dram" and ceilings["decode_tokens_per_s"] >= decode
+    deep: rp.Estimate = rp.estimate(model="llama-3.1-8b", quant="Q4_0", device="m2-max", context_tokens=8192,
+                                    ubatch_tokens=256)  # llama-bench -d 8192 -ub 256
+    shallow = rp.estimate(model="llama-3.1-8b", quant="Q4_0", device="m2-max", ubatch_tokens=256)
+    assert deep.decode_tokens_per_s < shallow.decode_tokens_per_s  # 8192 more tokens of KV read per step
+    mlx: rp.Estimate = rp.estimate(model="llama-3.1-8b", quant="mlx-q4", device="m4-max", engine="mlx",
+                                   flash_attention=True)
+    assert close(mlx.bits_per_weight, 4.5, rel=0.01)
     breakdown: pd.DataFrame = est.breakdown  # DataFrame: phase, op, count, flops, bytes, intensity, seconds, bound
     assert list(breakdown.columns) == ["phase", "op", "count", "flops", "bytes", "intensity", "seconds", "bound"]
 

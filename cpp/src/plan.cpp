@@ -273,6 +273,7 @@ void EstimatePlan::check_point(double batch, double prompt, double gen, double c
 std::shared_ptr<const PlanStructure> make_structure(const Model& model, const PlanConfig& config, const std::string& backend,
                                                     const std::vector<TensorFormat>* formats) {
     check_tensor_parallel(config.tensor_parallel);
+    check_count("ubatch_tokens", config.ubatch_tokens);  // 0: the engine's micro-batch
     auto st = std::make_shared<PlanStructure>();
     PlanStructure& s = *st;
     s.config = config;
@@ -290,8 +291,16 @@ std::shared_ptr<const PlanStructure> make_structure(const Model& model, const Pl
         own = estimate_tensor_formats(model, config.quant);
     }
     const std::vector<TensorFormat>& f = formats ? *formats : own;
-    for (std::size_t i = 0; i < f.size(); ++i)  // matrices: norms and biases are stored as the engine likes
-        if (model.tensors[i].shape.size() >= 2) s.engine->check_runs(f[i].format, config.quant);
+    {  // matrices: norms and biases are stored as the engine likes; each distinct format checked once
+        std::vector<const std::string*> checked;
+        for (std::size_t i = 0; i < f.size(); ++i) {
+            if (model.tensors[i].shape.size() < 2) continue;
+            const std::string& name = f[i].format.name;
+            if (std::any_of(checked.begin(), checked.end(), [&](const std::string* c) { return *c == name; })) continue;
+            s.engine->check_runs(f[i].format, config.quant);
+            checked.push_back(&name);
+        }
+    }
     s.model_id = model.arch.id;
     s.arch = model.arch;
     s.kv_layout = KvLayout::of(model.arch);
@@ -389,6 +398,7 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
                 }
                 break;
             case SlotKind::linear:
+                s.paths.reserve(op.paths.size());
                 for (std::size_t i = 0; i < op.paths.size(); ++i) {
                     const LinearPath& lp = op.paths[i];
                     PlanSlot::Path path;
@@ -624,6 +634,24 @@ PrefillChunks EstimatePlan::Impl::prefill_attention(double prompt, double past) 
             for (std::size_t i : attention) times.push_back(times_of(slot_cost(*slots[i].op, options, 1, tokens, past + done), *device));
         c.attention.push_back(std::move(times));
     }
+    c.totals.assign(attention.size(), PrefillChunks::Total{});
+    for (std::size_t i = 0; i < c.tokens.size(); ++i) {
+        if (c.tokens[i] <= 1) continue;
+        for (std::size_t a = 0; a < attention.size(); ++a) {
+            const OpTimes& x = c.attention[i][a];
+            PrefillChunks::Total& s = c.totals[a];
+            s.derated_overhead += x.derated.overhead_s;
+            s.derated_rest += x.derated.total() - x.derated.overhead_s;
+            s.ideal_overhead += x.ideal.overhead_s;
+            s.ideal_rest += x.ideal.total() - x.ideal.overhead_s;
+            CeilingTimes comp = x.derated;
+            comp.overhead_s = 0;
+            s.components += comp;
+            s.flops += x.flops;
+            s.bytes += x.bytes;
+        }
+    }
+    c.last_is_one_token = !c.tokens.empty() && c.tokens.back() <= 1;
     return c;
 }
 
@@ -662,8 +690,20 @@ PhaseSums EstimatePlan::Impl::prefill(double batch, const PrefillChunks& c, std:
     const double n_full = static_cast<double>(std::count(c.tokens.begin(), c.tokens.end(), full));
     add_sums(total, n_full, sum_slots(batch, full, 0, nullptr, nullptr, "prefill", SlotParts::static_only));
     if (c.tokens.back() != full) add_sums(total, 1, sum_slots(batch, c.tokens.back(), 0, nullptr, nullptr, "prefill", SlotParts::static_only));
-    for (std::size_t i = 0; i < n; ++i)
-        add_sums(total, 1, sum_slots(batch, c.tokens[i], c.past_of[i], attention_of(i), nullptr, "prefill", SlotParts::attention_only));
+    // attention: every micro-batch of more than one token at once (PrefillChunks::totals), a one-token last one as
+    // decode attention
+    for (std::size_t a = 0; a < attention.size(); ++a) {
+        const double count = slots[attention[a]].op->count;
+        const PrefillChunks::Total& s = c.totals[a];
+        total.seconds += count * (s.derated_overhead + batch * s.derated_rest);
+        total.ideal_seconds += count * (s.ideal_overhead + batch * s.ideal_rest);
+        total.derated.axpy(count * batch, s.components);
+        total.derated.overhead_s += count * s.derated_overhead;
+        total.flops += count * batch * s.flops;
+        total.bytes += count * batch * s.bytes;
+    }
+    if (c.last_is_one_token)
+        add_sums(total, 1, sum_slots(batch, 1, c.past_of.back(), nullptr, nullptr, "prefill", SlotParts::attention_only));
     return total;
 }
 

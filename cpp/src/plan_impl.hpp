@@ -155,6 +155,15 @@ struct PrefillChunks {
     double prompt = -1, past = -1;              // what they are for
     std::vector<double> tokens, past_of;        // per micro-batch: new tokens, tokens already cached before it
     std::vector<std::vector<OpTimes>> attention;
+    // per attention slot, its micro-batches of more than one token summed for one sequence: the timing rule of
+    // each is overhead + batch × (the rest), so the sum over micro-batches is Σ overhead + batch × Σ rest
+    struct Total {
+        double derated_overhead = 0, derated_rest = 0, ideal_overhead = 0, ideal_rest = 0;
+        CeilingTimes components;  // Σ derated components without the overhead (per sequence)
+        double flops = 0, bytes = 0;
+    };
+    std::vector<Total> totals;
+    bool last_is_one_token = false;  // its attention is decode attention (sum_slots)
 };
 
 /// Which slots sum_slots adds.

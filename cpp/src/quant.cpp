@@ -69,9 +69,18 @@ struct GpuFormat {
 // scale per 16 elements (4.5 bits; the per-tensor fp32 scale is negligible). MXFP4: e2m1 + e8m0 per 32 (4.25).
 // int8-wo (weight-only): one scale per output channel (negligible per element), computed in fp16 after
 // dequantization. Plain "int8" and "fp8" are the number formats themselves (W8A8: computed in int8 / fp8).
+// MLX's affine quantization (mlx/ops.cpp affine_quantize, ml-explore/mlx@846d1762): b-bit codes packed in uint32
+// with one scale and one bias per group in the weights' 16-bit dtype: b + 32/g bits (mlx-q4 = 4-bit, group 64:
+// 4.5); dequantized as scale·q + bias (2 FLOPs) into bf16 tiles or registers.
 const GpuFormat kGpuFormats[] = {
     {"int8-wo", 8, DType::fp16, 1},      {"int4-g32", 5, DType::fp16, 2}, {"int4-g64", 4.5, DType::fp16, 2},
     {"int4-g128", 4.25, DType::fp16, 2}, {"nvfp4", 4.5, DType::fp4, 0},   {"mxfp4", 4.25, DType::fp4, 0},
+    {"mlx-q2", 2.5, DType::bf16, 2},     {"mlx-q3", 3.5, DType::bf16, 2}, {"mlx-q4", 4.5, DType::bf16, 2},
+    {"mlx-q5", 5.5, DType::bf16, 2},     {"mlx-q6", 6.5, DType::bf16, 2}, {"mlx-q8", 8.5, DType::bf16, 2},
+    {"mlx-q2-g32", 3, DType::bf16, 2},   {"mlx-q3-g32", 4, DType::bf16, 2}, {"mlx-q4-g32", 5, DType::bf16, 2},
+    {"mlx-q5-g32", 6, DType::bf16, 2},   {"mlx-q6-g32", 7, DType::bf16, 2}, {"mlx-q8-g32", 9, DType::bf16, 2},
+    {"mlx-q2-g128", 2.25, DType::bf16, 2}, {"mlx-q3-g128", 3.25, DType::bf16, 2}, {"mlx-q4-g128", 4.25, DType::bf16, 2},
+    {"mlx-q5-g128", 5.25, DType::bf16, 2}, {"mlx-q6-g128", 6.25, DType::bf16, 2}, {"mlx-q8-g128", 8.25, DType::bf16, 2},
 };
 }  // namespace
 

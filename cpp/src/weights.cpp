@@ -11,8 +11,14 @@ namespace roofline {
 namespace {
 
 // GPU weight schemes accepted by tensor_formats besides llama.cpp's mixes.
-const std::vector<std::string> kGpuSchemes = {"fp16", "bf16", "fp32", "fp8", "int8", "int8-wo", "int4-g32",
-                                              "int4-g64", "int4-g128", "nvfp4", "mxfp4"};
+const std::vector<std::string> kGpuSchemes = {
+    "fp16", "bf16", "fp32", "fp8", "int8", "int8-wo", "int4-g32", "int4-g64", "int4-g128", "nvfp4", "mxfp4",
+    "mlx-q2", "mlx-q3", "mlx-q4", "mlx-q5", "mlx-q6", "mlx-q8", "mlx-q2-g32", "mlx-q3-g32", "mlx-q4-g32",
+    "mlx-q5-g32", "mlx-q6-g32", "mlx-q8-g32", "mlx-q2-g128", "mlx-q3-g128", "mlx-q4-g128", "mlx-q5-g128",
+    "mlx-q6-g128", "mlx-q8-g128"};
+// mlx-lm's convert quantizes every nn.Linear and nn.Embedding, the input embedding included (mlx-lm@d78bf58e
+// utils.py quantize_model); the other schemes keep the embedding table in 16 bits.
+bool quantizes_embedding(const std::string& scheme) { return scheme.rfind("mlx-", 0) == 0; }
 }  // namespace
 
 std::vector<std::string> quant_names() {
@@ -60,7 +66,7 @@ std::vector<TensorFormat> tensor_formats(const Model& model, std::string_view qu
         throw NotFound(unknown_name_message("quantization", quant, quant_names()));
     const Format weight = parse_format(q);
     for (const auto& t : tensors) {
-        const bool quantized = is_linear_role(t.role) && t.is_matrix();
+        const bool quantized = (is_linear_role(t.role) || (t.role == "token_embd" && quantizes_embedding(q))) && t.is_matrix();
         const Format& f = quantized ? weight : unquantized;
         out.push_back({f, t.elements() * f.bytes_per_element(), f.name});
     }

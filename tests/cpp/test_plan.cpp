@@ -231,3 +231,56 @@ TEST_CASE("tensor parallel: faster decode, each rank holding its share of the sp
     tp.tensor_parallel = 3;
     CHECK_THROWS_WITH_AS(estimate(target, d, tp), doctest::Contains("must divide the heads"), InvalidArgument);
 }
+
+TEST_CASE("a prompt runs in micro-batches after the cached context: the plan is the sum of its micro-batches op by op") {
+    // llama.cpp evaluates a prompt in n_ubatch-token micro-batches (llama-bench -ub), each attending everything
+    // cached before it (llama-bench -d tokens of context, then the earlier micro-batches); the weights are read again
+    // per micro-batch. The plan's prefill (static slots once per micro-batch size, attention summed in closed form)
+    // must equal a pass per micro-batch, and the breakdown path must give the same phase.
+    const DeviceDB& db = roofline::test::hardware_db();
+    const Model m = catalog("llama-3.1-8b");
+    struct Case {
+        const char* device;
+        const char* engine;
+        bool flash;
+        double ubatch, batch, prompt, context;
+    };
+    for (const Case& c : {Case{"h100-sxm", "llama.cpp", false, 512, 1, 2048, 0}, Case{"m2-max-38c", "llama.cpp", true, 256, 3, 1000, 4096},
+                          Case{"rtx-4090", "llama.cpp", true, 512, 2, 1025, 100}, Case{"a100-sxm-80gb", "cuda-graphs", true, 0, 4, 3000, 777}}) {
+        CAPTURE(c.device);
+        CAPTURE(c.prompt);
+        const Device& d = db.get(c.device);
+        const PlanConfig cfg_q(std::string(c.engine) == "llama.cpp" ? "Q4_K_M" : "bf16", "f16", c.flash, c.engine, 1, c.ubatch);
+        const EstimatePlan plan(m, d, cfg_q);
+        const std::shared_ptr<const Engine> eng = engine(cfg_q.engine);
+        const EngineBackend& backend = eng->on(d);
+        const Device dev = *device_for_engine(d, backend);
+        PhaseOptions o = phase_options(backend, eng->id, parse_kv_format(cfg_q.kv_dtype), cfg_q.flash_attention, 1);
+        with_device(o, d);
+        const auto formats = estimate_tensor_formats(m, cfg_q.quant);
+        const double u = c.ubatch > 0 ? c.ubatch : (backend.prefill_ubatch_tokens > 0 ? backend.prefill_ubatch_tokens : c.prompt);
+        double ref = 0;
+        int chunks = 0;
+        for (double done = 0; done < c.prompt; done += u, ++chunks)
+            for (const auto& op : forward_ops(m, formats, c.batch, std::min(u, c.prompt - done), c.context + done, o))
+                ref += op.count * evaluate(op.cost, dev, Ceilings::derated).seconds;
+        CHECK(chunks == static_cast<int>(std::ceil(c.prompt / u)));
+        const EstimateRow fast = plan.evaluate(c.batch, c.prompt, 0, c.context, nullptr);
+        std::vector<BreakdownRow> rows;
+        const EstimateRow full = plan.evaluate(c.batch, c.prompt, 0, c.context, &rows);
+        CHECK(fast.prefill_s == doctest::Approx(ref).epsilon(1e-9));
+        CHECK(full.prefill_s == doctest::Approx(fast.prefill_s).epsilon(1e-12));
+        double summed = 0;
+        for (const BreakdownRow& r : rows) summed += r.seconds;
+        CHECK(summed == doctest::Approx(full.prefill_s).epsilon(1e-9));
+        CHECK(fast.context_tokens == c.context);
+        // the context is read by every micro-batch's attention: more context, slower prefill
+        CHECK(plan.evaluate(c.batch, c.prompt, 0, c.context + 8192, nullptr).prefill_s > fast.prefill_s);
+    }
+    // a smaller micro-batch reads the weights more often: never faster
+    const Device& h = db.get("h100-sxm");
+    const double s512 = EstimatePlan(m, h, PlanConfig("Q4_K_M", "f16", true, "llama.cpp", 1, 512)).evaluate(1, 4096, 0).prefill_s;
+    const double s128 = EstimatePlan(m, h, PlanConfig("Q4_K_M", "f16", true, "llama.cpp", 1, 128)).evaluate(1, 4096, 0).prefill_s;
+    CHECK(s128 > s512);
+    CHECK_THROWS_AS(EstimatePlan(m, h, PlanConfig("Q4_K_M", "f16", true, "llama.cpp", 1, -5)), InvalidArgument);
+}

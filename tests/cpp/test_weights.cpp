@@ -35,3 +35,18 @@ TEST_CASE("GPU schemes quantize the linear layers only") {
     CHECK(weight_bytes(l2, "int4-g32", kBf16) == doctest::Approx((l2.parameters() - emb - norms) * 5 / 8 + 2 * (emb + norms)));
     CHECK_THROWS_WITH_AS(weight_bytes(l2, "q4_k_mx", kBf16), doctest::Contains("did you mean 'Q4_K_M'"), NotFound);
 }
+
+TEST_CASE("MLX's affine formats: b bits + a 16-bit scale and bias per group, the embedding table quantized too") {
+    const Model l2 = catalog("llama-2-7b");
+    const double norms = 4096.0 * (2 * 32 + 1);
+    const double matrices = l2.parameters() - norms;  // every matrix, the token embedding included (mlx-lm convert)
+    for (const auto& [name, bits] : std::vector<std::pair<const char*, double>>{
+             {"mlx-q4", 4.5}, {"mlx-q4-g32", 5.0}, {"mlx-q4-g128", 4.25}, {"mlx-q8", 8.5}, {"mlx-q6", 6.5},
+             {"mlx-q3", 3.5}, {"mlx-q2", 2.5}, {"mlx-q5-g32", 6.0}}) {
+        CAPTURE(name);
+        CHECK(parse_format(name).bits_per_element == bits);
+        CHECK(parse_format(name).compute == DType::bf16);
+        CHECK(weight_bytes(l2, name, kBf16) == doctest::Approx(matrices * bits / 8 + 2 * norms));
+    }
+    CHECK_THROWS_WITH_AS(weight_bytes(l2, "mlx-q7", kBf16), doctest::Contains("did you mean"), NotFound);
+}

@@ -162,8 +162,8 @@ def test_cli_models_and_validate():
 
 def test_engines_say_what_they_do_and_where_that_comes_from():
     assert rp.engines() == ["llama.cpp", "cuda-graphs", "generic", "gpt-fast", "llama.cpp-cpu", "llama.cpp-cuda",
-                            "llama.cpp-metal", "llama.cpp-metal-2023", "llama.cpp-rocm",
-                            "llama.cpp-vulkan"]  # engine_db: llama.cpp, then by id
+                            "llama.cpp-metal", "llama.cpp-metal-2023", "llama.cpp-rocm", "llama.cpp-vulkan",
+                            "mlx"]  # engine_db: llama.cpp, then by id
     g = rp.engine("gpt-fast").backend("any")
     dequant_overlapped = any(k.dequant_overlapped for k in g.linear_kernels)
     assert (g.fused_qkv, g.vocab_parallel, dequant_overlapped, g.all_reduce) == (True, False, False, "one-shot")
@@ -177,3 +177,42 @@ def test_engines_say_what_they_do_and_where_that_comes_from():
     hidden = rp.estimate(quant="int4-g32", engine="cuda-graphs", **kw)
     serial = rp.estimate(quant="int4-g32", engine="gpt-fast", **kw)
     assert serial.decode_tokens_per_s < hidden.decode_tokens_per_s
+
+
+def test_mlx_engine_affine_formats_and_kernels():
+    """mlx-lm's affine quantization: b bits + a bf16 scale and bias per group (mlx-q4 = 4.5 bits per weight, -g32
+    5.0, mlx-q8 8.5), the embedding table quantized too; the engine runs only on Apple GPUs and only its formats."""
+    kw = dict(model="llama-3.1-8b", device="m4-max-40c", engine="mlx", flash_attention=True)
+    q4, q4g32, q8, bf = (rp.estimate(quant=q, **kw) for q in ("mlx-q4", "mlx-q4-g32", "mlx-q8", "bf16"))
+    tensors = rp.model("llama-3.1-8b").tensors("mlx-q4")
+    assert tensors.set_index("role").loc["token_embd", "type"] == "mlx-q4"  # the embedding table too
+    norms = tensors[tensors["shape"].map(len) < 2].elements.sum()
+    for e, bits in ((q4, 4.5), (q4g32, 5.0), (q8, 8.5)):
+        assert e.weight_bytes == pytest.approx(((e.parameters - norms) * bits + norms * 16) / 8, rel=1e-9)
+    assert q4.decode_tokens_per_s > q4g32.decode_tokens_per_s > q8.decode_tokens_per_s > bf.decode_tokens_per_s
+    ops = set(q4.breakdown.op)
+    assert {"attn_q", "attn_k", "attn_v"} <= ops  # q, k, v as three matmuls
+    assert rp.engine("mlx").backend("any").prefill_ubatch_tokens == 2048
+    with pytest.raises(ValueError, match="does not run weights in Q4_K.*mlx-q4"):
+        rp.estimate(model="llama-3.1-8b", quant="Q4_K_M", device="m4-max", engine="mlx")
+    with pytest.raises(ValueError, match="does not run on nvidia devices"):
+        rp.estimate(model="llama-3.1-8b", quant="mlx-q4", device="h100-sxm", engine="mlx")
+
+
+def test_what_cannot_run_is_a_clear_error_the_same_everywhere():
+    """fp8 in llama.cpp names the GGML types; fp8 on an A100 (no fp8 units) is refused by the op, the estimate and
+    the CLI alike, naming what the device has; fp8 on an H100 runs in fp8."""
+    with pytest.raises(ValueError, match="engine 'llama.cpp' does not run weights in fp8.*GGML tensor types"):
+        rp.estimate(model="llama-3.1-8b", quant="fp8", device="h100-sxm")
+    with pytest.raises(KeyError, match="a100-sxm-80gb.*fp8_e4m3.*it has:"):
+        rp.device("a100").time(rp.ops.gemm(4096, 4096, 4096, dtype="fp8"))
+    with pytest.raises(KeyError, match="a100-sxm-80gb.*fp8_e4m3.*it has:"):
+        rp.estimate(model="llama-3.1-8b", quant="fp8", device="a100", engine="cuda-graphs")
+    cli = subprocess.run([sys.executable, "-m", "rooflinepy", "estimate", "-m", "llama-3.1-8b", "-q", "fp8", "-dev",
+                          "a100", "--engine", "cuda-graphs"], capture_output=True, text=True)
+    assert cli.returncode != 0 and "fp8_e4m3" in cli.stderr and "it has:" in cli.stderr
+    h100 = rp.estimate(model="llama-3.1-8b", quant="fp8", device="h100-sxm", engine="cuda-graphs", prompt_tokens=4096,
+                       gen_tokens=0)
+    bf16 = rp.estimate(model="llama-3.1-8b", quant="bf16", device="h100-sxm", engine="cuda-graphs", prompt_tokens=4096,
+                       gen_tokens=0)
+    assert h100.prefill_tokens_per_s > 1.3 * bf16.prefill_tokens_per_s  # fp8 tensor cores: twice the bf16 rate

@@ -24,8 +24,8 @@ inline double dtype_bytes(DType d) { return dtype_bits(d) / 8.0; }
 DType parse_dtype(std::string_view name);
 std::vector<std::string> dtype_names();
 
-/// How tensor elements are stored: a plain number format, or (later) a block-quantized format whose
-/// bits per element include its scales and zero points.
+/// How tensor elements are stored: a plain number format, or a block- or group-quantized format (GGML types, GPU
+/// schemes, MLX's affine formats) whose bits per element include its scales and zero points.
 struct Format {
     std::string name;
     double bits_per_element = 16;          ///< including scales and zero points
