@@ -67,7 +67,7 @@ struct SlotBuilder {
         for (const auto& [name, p] : paths_by_format)
             if (name == f.name) return p;
         EngineBackend e;
-        e.linear_kernels = opt.linear_kernels;
+        e.linear_kernels = *opt.linear_kernels;
         std::vector<LinearPath> out;
         for (const LinearKernel& k : e.kernels_for(f, opt.engine_id)) {
             LinearPath p;
@@ -344,8 +344,8 @@ PhaseOptions phase_options(const EngineBackend& e, std::string_view engine_id, c
     o.vocab_parallel = e.vocab_parallel;
     o.tensor_parallel = tp;
     o.engine_id = std::string(engine_id);
-    o.linear_kernels = e.linear_kernels;
-    o.op_kernels = e.op_kernels;
+    o.linear_kernels = std::make_shared<const std::vector<LinearKernel>>(e.linear_kernels);
+    o.op_kernels = std::make_shared<const std::map<std::string, double>>(e.op_kernels);
     o.flash_attention_version = e.flash_attention_version;
     o.attention_score_bytes = e.attention_score_bytes;
     return o;
@@ -404,11 +404,11 @@ OpCost slot_cost(const OpSlot& s, const PhaseOptions& options, double batch, dou
             break;
     }
     op.name = s.name;
-    if (!options.op_kernels.empty()) {  // the engine launches another number of kernels for this op
+    if (!options.op_kernels->empty()) {  // the engine launches another number of kernels for this op
         std::string key = s.name;
         if (s.kind == SlotKind::attention)
             key = std::string(tokens == 1 ? "decode_attention_" : "attention_") + std::string(ops::attention_kind_name(options.attention));
-        if (const auto it = options.op_kernels.find(key); it != options.op_kernels.end()) op.launches = it->second;
+        if (const auto it = options.op_kernels->find(key); it != options.op_kernels->end()) op.launches = it->second;
     }
     return op;
 }

@@ -5,6 +5,7 @@
 #include "roofline/ops/linear.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -352,9 +353,12 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
     {
         const PredictionInterval& pi = st.backend.interval;
         auto covered = [](const std::vector<std::string>& names, const std::string& x) {
-            for (const auto& n : names)
-                if (n == "*" || to_lower(n) == to_lower(x)) return true;
-            return false;
+            auto same = [&](const std::string& n) {
+                return n.size() == x.size() && std::equal(n.begin(), n.end(), x.begin(), [](char p, char q) {
+                           return std::tolower(static_cast<unsigned char>(p)) == std::tolower(static_cast<unsigned char>(q));
+                       });
+            };
+            return std::any_of(names.begin(), names.end(), [&](const std::string& n) { return n == "*" || same(n); });
         };
         double w = 1;
         if (!covered(pi.device_families, dev.family)) w *= pi.widen;

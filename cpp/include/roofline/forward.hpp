@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -40,8 +41,11 @@ struct PhaseOptions {
     int tensor_parallel = 1;                     ///< weights and heads split over this many devices
     double compute_units = 1;                    ///< SMs / CUs / GPU cores the tiles are spread over
     std::string engine_id = "engine";            ///< for error messages
-    std::vector<LinearKernel> linear_kernels{LinearKernel{}};  ///< the engine's kernels (EngineBackend::linear_kernels)
-    std::map<std::string, double> op_kernels;    ///< kernels per op where not one (EngineBackend::op_kernels)
+    /// the engine's kernels (EngineBackend::linear_kernels), shared: options are copied once per plan
+    std::shared_ptr<const std::vector<LinearKernel>> linear_kernels =
+        std::make_shared<const std::vector<LinearKernel>>(std::vector<LinearKernel>{LinearKernel{}});
+    /// kernels per op where not one (EngineBackend::op_kernels), shared likewise
+    std::shared_ptr<const std::map<std::string, double>> op_kernels = std::make_shared<const std::map<std::string, double>>();
 };
 
 /// The options of an engine backend with a KV format, attention kind and tensor-parallel degree (the device's parts
