@@ -53,6 +53,53 @@ bool same_slot(const OpSlot& x, const OpSlot& y) {
 }
 
 
+}  // namespace
+
+std::vector<LinearPath> linear_paths(const Format& f, const PhaseOptions& opt) {
+    EngineBackend e;
+    e.linear_kernels = *opt.linear_kernels;
+    std::vector<LinearPath> out;
+    for (const LinearKernel& k : e.kernels_for(f, opt.engine_id)) {
+        LinearPath p;
+        p.max_rows = k.max_rows;
+        p.unit = k.unit;
+        p.compute = k.compute == "activation" ? opt.activation.compute
+                    : k.compute == "weights"  ? f.compute
+                                              : parse_dtype(k.compute);
+        p.tile_m = k.tile_m;
+        p.tile_n = k.tile_n;
+        p.dequant_every_rows = k.dequant_every_rows;
+        p.dequant_overlapped = k.dequant_overlapped;
+        p.efficiency = k.efficiency;
+        p.alu_ops_per_mac = k.alu_ops_per_mac;
+        p.alu_format = k.alu_format;
+        p.launches = k.launches;
+        out.push_back(p);
+    }
+    return out;
+}
+
+bool same_slots_under(const PhaseOptions& x, const PhaseOptions& y) {
+    return same_format(x.activation, y.activation) && same_format(x.kv, y.kv) && x.attention == y.attention &&
+           x.logits_last_token_only == y.logits_last_token_only && x.fused_qkv == y.fused_qkv &&
+           x.vocab_parallel == y.vocab_parallel && x.tensor_parallel == y.tensor_parallel;
+}
+
+void assign_paths(std::vector<OpSlot>& slots, const PhaseOptions& options) {
+    std::vector<std::pair<std::string, std::vector<LinearPath>>> by_format;
+    for (OpSlot& s : slots) {
+        if (s.kind != SlotKind::linear && s.kind != SlotKind::moe) continue;
+        auto it = std::find_if(by_format.begin(), by_format.end(), [&](const auto& x) { return x.first == s.format.name; });
+        if (it == by_format.end()) {
+            by_format.emplace_back(s.format.name, linear_paths(s.format, options));
+            it = by_format.end() - 1;
+        }
+        s.paths = it->second;
+    }
+}
+
+namespace {
+
 // The slots of one forward pass, layer by layer; layers identical to one seen before are merged without a search.
 struct SlotBuilder {
     const Model& m;
@@ -66,27 +113,7 @@ struct SlotBuilder {
     const std::vector<LinearPath>& paths(const Format& f) {
         for (const auto& [name, p] : paths_by_format)
             if (name == f.name) return p;
-        EngineBackend e;
-        e.linear_kernels = *opt.linear_kernels;
-        std::vector<LinearPath> out;
-        for (const LinearKernel& k : e.kernels_for(f, opt.engine_id)) {
-            LinearPath p;
-            p.max_rows = k.max_rows;
-            p.unit = k.unit;
-            p.compute = k.compute == "activation" ? opt.activation.compute
-                        : k.compute == "weights"  ? f.compute
-                                                  : parse_dtype(k.compute);
-            p.tile_m = k.tile_m;
-            p.tile_n = k.tile_n;
-            p.dequant_every_rows = k.dequant_every_rows;
-            p.dequant_overlapped = k.dequant_overlapped;
-            p.efficiency = k.efficiency;
-            p.alu_ops_per_mac = k.alu_ops_per_mac;
-            p.alu_format = k.alu_format;
-            p.launches = k.launches;
-            out.push_back(p);
-        }
-        paths_by_format.emplace_back(f.name, std::move(out));
+        paths_by_format.emplace_back(f.name, linear_paths(f, opt));
         return paths_by_format.back().second;
     }
 

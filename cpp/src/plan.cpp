@@ -320,6 +320,19 @@ std::shared_ptr<const PlanStructure> make_structure(const Model& model, const Pl
     return st;
 }
 
+std::shared_ptr<const PlanStructure> structure_for_backend(const PlanStructure& sibling, const std::string& backend) {
+    auto st = std::make_shared<PlanStructure>(sibling);
+    PlanStructure& s = *st;
+    s.backend = s.engine->backend(backend);
+    s.options = phase_options(s.backend, s.engine->id, sibling.options.kv, sibling.config.flash_attention,
+                              sibling.config.tensor_parallel);
+    if (!same_slots_under(s.options, sibling.options)) return nullptr;
+    assign_paths(s.slots, s.options);
+    s.probes.clear();
+    for (const OpSlot& op : s.slots) s.probes.push_back(probes_of(op, s.options));
+    return st;
+}
+
 std::shared_ptr<const Device> device_for_engine(const Device& device, const EngineBackend& backend) {
     auto d = std::make_shared<Device>(device);
     d->efficiency.launch_overhead_s *= backend.kernel_fixed_cost_scale;

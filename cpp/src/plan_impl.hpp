@@ -111,6 +111,9 @@ struct PlanStructure {
 /// Validates and builds a structure (the engine's backend named by `backend`).
 std::shared_ptr<const PlanStructure> make_structure(const Model& model, const PlanConfig& config, const std::string& backend,
                                                     const std::vector<TensorFormat>* formats = nullptr);
+/// The structure of the same configuration on another backend of its engine, built from `sibling` by giving its slots
+/// that backend's kernels; nullptr when the backend's options make other slots (same_slots_under): build it anew.
+std::shared_ptr<const PlanStructure> structure_for_backend(const PlanStructure& sibling, const std::string& backend);
 /// The device as an engine's kernels see it: the fixed cost per kernel × kernel_fixed_cost_scale, the achievable
 /// DRAM fraction × bandwidth_fraction (at most 1: the datasheet's bandwidth).
 std::shared_ptr<const Device> device_for_engine(const Device& device, const EngineBackend& backend);

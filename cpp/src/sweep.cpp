@@ -176,7 +176,18 @@ Plans build_plans(const SweepAxes& a, const std::vector<Config>& configs, int th
     });
     std::vector<std::shared_ptr<const PlanStructure>> structures(keys.size());
     std::vector<Failure> structure_failures(keys.size());
-    parallel_for(keys.size(), threads, [&](std::size_t i) {
+    // keys of one configuration on several backends are adjacent (the backend is the third key): the first is built,
+    // the others take its slots with their own kernels where their options make the same slots
+    auto same_but_backend = [](const Config& x, const Config& y) {
+        return x[0] == y[0] && x[1] == y[1] && x[3] == y[3] && x[4] == y[4] && x[5] == y[5] && x[6] == y[6] && x[7] == y[7];
+    };
+    std::vector<std::size_t> first(keys.size());
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        first[i] = i;
+        for (std::size_t j = i; j-- > 0 && keys[j][0] == keys[i][0] && keys[j][1] == keys[i][1];)
+            if (same_but_backend(keys[j], keys[i])) first[i] = first[j];
+    }
+    auto build = [&](std::size_t i) {
         const Config& k = keys[i];
         const std::size_t f = static_cast<std::size_t>(std::lower_bound(mq.begin(), mq.end(), k[0] * nq + k[1]) - mq.begin());
         capture(structure_failures[i], [] { return std::string(); }, [&] {
@@ -185,9 +196,15 @@ Plans build_plans(const SweepAxes& a, const std::vector<Config>& configs, int th
             // the order EstimatePlan validates in: KV format, then the quantization
             parse_kv_format(pc.kv_dtype);
             if (!format_ok[f]) rethrow(format_failures[f]);
-            structures[i] = make_structure(*a.models[k[0]], pc, backend_names()[k[2]], &formats[f]);
+            if (first[i] != i && structures[first[i]])
+                structures[i] = structure_for_backend(*structures[first[i]], backend_names()[k[2]]);
+            if (!structures[i]) structures[i] = make_structure(*a.models[k[0]], pc, backend_names()[k[2]], &formats[f]);
         });
-    });
+    };
+    std::vector<std::size_t> firsts, others;
+    for (std::size_t i = 0; i < keys.size(); ++i) (first[i] == i ? firsts : others).push_back(i);
+    parallel_for(firsts.size(), threads, [&](std::size_t i) { build(firsts[i]); });
+    parallel_for(others.size(), threads, [&](std::size_t i) { build(others[i]); });
     Plans out;
     out.plans.resize(configs.size());
     out.failures.resize(configs.size());

@@ -111,6 +111,16 @@ struct OpSlot {
 /// not match the tensors, or the engine has no kernel for a weight format.
 std::vector<OpSlot> forward_slots(const Model& model, const std::vector<TensorFormat>& formats, const PhaseOptions& options);
 
+/// The engine's kernels (options.linear_kernels) for linear layers of weights in `f`, as the paths a slot runs by
+/// rows: InvalidArgument when the engine has no kernel for the format.
+std::vector<LinearPath> linear_paths(const Format& f, const PhaseOptions& options);
+/// Whether forward_slots makes the same slots, but for their kernel paths, under both options (the same activation
+/// and KV formats, attention kind, logits, fusion, vocabulary split and tensor parallel): then a structure built
+/// for one engine backend is another's with assign_paths.
+bool same_slots_under(const PhaseOptions& x, const PhaseOptions& y);
+/// Every linear and moe slot's paths from options.linear_kernels, by its weight format.
+void assign_paths(std::vector<OpSlot>& slots, const PhaseOptions& options);
+
 /// Rows a slot processes at a point: batch × tokens, or the batch for per-sequence slots.
 inline double slot_rows(const OpSlot& s, double batch, double tokens) { return s.per_sequence ? batch : batch * tokens; }
 
