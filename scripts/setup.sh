@@ -22,7 +22,7 @@ PYTHON="${PYTHON:-python3}"
 "$PYTHON" -m pip install -q --disable-pip-version-check \
   "scikit-build-core>=0.8" "pybind11>=2.11" "numpy>=1.22" "pandas>=1.4" "matplotlib>=3.5" \
   "pytest>=7" "hypothesis>=6" "jsonschema>=4" "gguf>=0.10" "nbclient>=0.7" "nbformat>=5" "ipykernel>=6" \
-  "mypy==2.4.1" "pybind11-stubgen==3.0.0" 2>&1 | grep -v "Running pip as the 'root' user" || true
+  "pyarrow>=10" "ipywidgets>=8" "mypy==2.4.1" "pybind11-stubgen==3.0.0" 2>&1 | grep -v "Running pip as the 'root' user" || true
 echo "setup: building and installing rooflinepy"
 "$PYTHON" -m pip install -q --disable-pip-version-check --no-build-isolation . 2>&1 \
   | grep -v "Running pip as the 'root' user" || true

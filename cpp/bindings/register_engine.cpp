@@ -1,6 +1,8 @@
 #include "bindings.hpp"
 
 #include "roofline/engine.hpp"
+#include "roofline/model.hpp"
+#include "roofline/weights.hpp"
 
 using namespace roofline;
 
@@ -59,6 +61,15 @@ void register_engine(py::module_& m) {
         .def("backend", &Engine::backend, py::arg("name"), py::return_value_policy::copy,
              "The engine on a backend (any, cuda, rocm, metal, vulkan, cpu)")
         .def("on", &Engine::on, py::arg("device"), py::return_value_policy::copy, "The backend the engine runs on for a device")
+        .def(
+            "runs_quantization",
+            [](const Engine& e, const Model& model, const std::string& quant) {
+                const auto formats = estimate_tensor_formats(model, quant);
+                for (std::size_t i = 0; i < formats.size(); ++i)
+                    if (model.tensors[i].shape.size() >= 2 && !e.runs(formats[i].format)) return false;
+                return true;
+            },
+            py::arg("model"), py::arg("quant"), "Whether the engine runs every weight matrix of the model under the quantization")
         .def("to_json", &Engine::to_json, py::arg("indent") = 2)
         .def("__repr__", [](const Engine& e) { return "<Engine " + e.id + ": " + e.name + ">"; });
 

@@ -58,12 +58,18 @@ void register_ops(py::module_& m) {
         "attention",
         [](double batch, double heads, double seq_q, std::optional<double> seq_kv_opt, double head_dim, const std::string& dtype,
            const std::string& kind, bool backward, bool causal, std::optional<double> sram_bytes,
-           std::optional<double> l2_bytes, const Device* device, double kv_heads, const opt_str& kv_dtype) {
+           std::optional<double> l2_bytes, const Device* device, double kv_heads, const opt_str& kv_dtype, int flash_version) {
             const auto k = ops::parse_attention_kind(kind);
+            if (flash_version < 1 || flash_version > 3)
+                throw InvalidArgument("attention flash_version must be 1, 2 or 3, got " + std::to_string(flash_version));
             ops::FlashTiles tiles;  // the device's (ops::flash_tiles), unless given
+            tiles.version = flash_version == 1 ? 1 : 2;
             if (k == ops::AttentionKind::flash) {
-                if (device && !sram_bytes) tiles = ops::flash_tiles(*device);
-                else if (device && device->has_level(Level::l2)) tiles.l2_bytes = device->capacity(Level::l2);
+                if (device && !sram_bytes) tiles = ops::flash_tiles(*device, flash_version);
+                else if (device) {  // the SRAM given, the rest the device's
+                    if (device->has_level(Level::l2)) tiles.l2_bytes = device->capacity(Level::l2);
+                    tiles.units = std::max(1.0, static_cast<double>(device->compute_units));
+                }
                 if (sram_bytes) tiles.sram_bytes = *sram_bytes;
                 if (l2_bytes) tiles.l2_bytes = *l2_bytes;
             }
@@ -76,6 +82,7 @@ void register_ops(py::module_& m) {
         py::arg("dtype") = "fp16", py::kw_only(), py::arg("kind") = "standard", py::arg("backward") = false,
         py::arg("causal") = false, py::arg("sram_bytes") = py::none(), py::arg("l2_bytes") = py::none(),
         py::arg("device") = py::none(), py::arg("kv_heads") = 0.0, py::arg("kv_dtype") = py::none(),
+        py::arg("flash_version") = 2,
         "Attention over seq_q queries and seq_kv keys: kind='standard' materialises scores in DRAM, kind='flash' tiles "
         "them in SRAM (device=: its SRAM per compute unit and L2, or sram_bytes= / l2_bytes=); kv_heads (0: heads) "
         "and kv_dtype count K and V once per KV head in their format; backward=True adds the backward pass");

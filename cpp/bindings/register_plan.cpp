@@ -38,6 +38,8 @@ void register_plan(py::module_& m) {
         .def_property_readonly("tensor_parallel", [](const EstimatePlan& p) { return p.config().tensor_parallel; })
         .def_property_readonly("ubatch_tokens", &EstimatePlan::ubatch_tokens, "the prompt micro-batch in use (0: whole)")
         .def_property_readonly("op_slots", &EstimatePlan::op_slots, "distinct ops of a forward pass")
+        .def("weights_read_per_step", &EstimatePlan::weights_read_per_step, py::arg("batch") = 1.0,
+             "weight bytes one decode step reads on one rank (no embedding table; the active experts)")
         .def("__repr__", [](const EstimatePlan& p) {
             return "<EstimatePlan " + p.model_id() + " " + p.config().quant + " on " + p.device_id() + " (" + p.engine_id() + ")>";
         });

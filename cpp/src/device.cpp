@@ -412,7 +412,7 @@ const Device& DeviceDB::get(std::string_view id_or_alias) const {
     std::string msg = "unknown device '" + std::string(id_or_alias) + "'";
     const std::string hint = closest_match(id_or_alias, names);
     if (!hint.empty()) msg += "; did you mean '" + devices_[index_.at(hint)].id + "'?";
-    msg += " " + std::to_string(devices_.size()) + " devices are known; list them with rooflinepy.devices()";
+    msg += "; " + std::to_string(devices_.size()) + " devices are known (rp.devices() in Python, `rooflinepy devices` in a shell)";
     throw NotFound(msg);
 }
 

@@ -32,12 +32,23 @@ const std::vector<std::string>& backend_names() {
 
 bool Engine::runs(const Format& weight) const {
     if (weight_formats.empty()) return true;
-    const std::string format = to_lower(weight.name);
+    // GGML's F16 / F32 and the GPU names fp16 / fp32 are the same numbers
+    auto canonical = [](std::string s) {
+        s = to_lower(s);
+        return s == "f16" ? std::string("fp16") : s == "f32" ? std::string("fp32") : s;
+    };
+    const std::string format = canonical(weight.name);
     for (const auto& w : weight_formats) {
-        if (w == format) return true;
+        if (canonical(w) == format) return true;
         if (w == "ggml" && is_ggml_type_name(weight.name)) return true;
         if (w == "float" && weight.dequant_flops_per_element == 0) return true;
         if (w == "quantized" && weight.dequant_flops_per_element > 0) return true;
+        if (w != "float" && w != "quantized" && w != "ggml") {  // a spelling of the format ("fp8" is fp8_e4m3)
+            try {
+                if (canonical(parse_format(w).name) == format) return true;
+            } catch (const NotFound&) {
+            }
+        }
     }
     return false;
 }

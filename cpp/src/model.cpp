@@ -330,6 +330,29 @@ Model Model::from_hf_config(std::string_view json_text, std::string_view origin)
         c = &j["text_config"];
     }
     m.arch = architecture_from_config(*c, std::string(origin));
+    if (m.arch.id.empty()) {
+        // a name for reprs and tables: the config's _name_or_path, else its folder or file name, else its model_type
+        auto last_part = [](std::string s) {
+            while (!s.empty() && (s.back() == '/' || s.back() == '\\')) s.pop_back();
+            const auto slash = s.find_last_of("/\\");
+            return slash == std::string::npos ? s : s.substr(slash + 1);
+        };
+        std::string id;
+        if (j.is_object() && j.contains("_name_or_path") && j["_name_or_path"].is_string()) id = last_part(j["_name_or_path"].get<std::string>());
+        const std::string o(origin);
+        if (id.empty() && !o.empty() && o.front() != '<') {
+            std::string file = last_part(o);
+            if (const auto dot = file.rfind('.'); dot != std::string::npos && dot > 0) file = file.substr(0, dot);
+            if (file == "config") {  // .../<model>/config.json
+                const std::string dir = o.substr(0, o.find_last_of("/\\") == std::string::npos ? 0 : o.find_last_of("/\\"));
+                file = last_part(dir);
+            }
+            id = file;
+        }
+        if (id.empty()) id = m.arch.model_type;
+        m.arch.id = id;
+        if (m.arch.name.empty()) m.arch.name = id;
+    }
     m.tensors = tensors_of(m.arch);
     return m;
 }

@@ -958,6 +958,10 @@ const std::string& EstimatePlan::backend() const { return impl_->structure->back
 const PlanConfig& EstimatePlan::config() const { return impl_->structure->config; }
 double EstimatePlan::parameters() const { return impl_->structure->parameters; }
 double EstimatePlan::weight_bytes() const { return impl_->structure->weight_bytes; }
+double EstimatePlan::weights_read_per_step(double batch) const {
+    check_count("weights_read_per_step batch", batch);
+    return impl_->weights_read_per_step(batch);
+}
 double EstimatePlan::bits_per_weight() const {
     return parameters() > 0 ? 8 * weight_bytes() / parameters() : 0;
 }

@@ -50,7 +50,11 @@ def _parse_op(spec: str, dtype: str) -> Tuple[str, OpCost]:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:
+        raise ValueError("plot needs matplotlib, which is not installed: pip install 'rooflinepy[plot]' "
+                         "(or pip install matplotlib)") from None
 
     matplotlib.use("Agg")
     import rooflinepy as rp
@@ -77,9 +81,26 @@ def cmd_plot(args: argparse.Namespace) -> int:
                                contexts=_ints(args.context, "--context"), engine=args.engine, dtype=args.dtype)
     else:  # argparse restricts the choices
         raise ValueError(f"unknown figure '{f}'")
-    fig.savefig(args.output, dpi=args.dpi)
-    print(f"rooflinepy: wrote {args.output}", file=sys.stderr)
+    try:
+        fig.savefig(args.output, dpi=args.dpi)
+    except (OSError, ValueError) as err:  # an unwritable path, or a format matplotlib does not know
+        raise ValueError(f"-o/--output: cannot write '{args.output}': {err}") from None
+    if getattr(args, "json", False):
+        import json
+
+        data = getattr(fig, "rooflinepy_data", {})
+        print(json.dumps({"output": args.output, "figure": f, "data": data}, indent=2, default=_plain))
+    else:
+        print(f"rooflinepy: wrote {args.output}", file=sys.stderr)
     return 0
+
+
+def _plain(x: object) -> object:
+    """JSON for the numpy values a figure's data may hold."""
+    tolist = getattr(x, "tolist", None)
+    if callable(tolist):
+        return tolist()
+    return str(x)
 
 
 def add_plot_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -89,6 +110,7 @@ def add_plot_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]")
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("-o", "--output", required=True, help="file to write (.png, .svg, .pdf ...)")
         p.add_argument("--dpi", type=float, default=120, help="resolution of raster formats (default 120)")
+        p.add_argument("--json", action="store_true", help="print the numbers drawn (fig.rooflinepy_data) as JSON")
         p.set_defaults(func=cmd_plot)
 
     p = figs.add_parser("roofline", help="log-log roofline of devices with ops as points")

@@ -1,7 +1,7 @@
 """Engines of engine_db (wrappers of the core's, see :mod:`._wrap`): what an engine's kernels do per backend."""
 from __future__ import annotations
 
-from typing import Dict, List, Tuple
+from typing import Any, Dict, List, Tuple
 
 from . import _core
 from ._device import DeviceLike, _core_device
@@ -104,6 +104,12 @@ class Engine:
     def on(self, device: DeviceLike) -> EngineBackend:
         """The backend the engine runs on for a device (a name or a Device)."""
         return EngineBackend(self._core.on(_core_device(device)))
+
+    def runs(self, model: Any, quant: str) -> bool:
+        """Whether the engine runs every weight matrix of `model` (a name or a Model) under `quant`."""
+        from .inference import model as _model
+
+        return bool(self._core.runs_quantization(_model(model)._core, quant))
 
     def to_json(self, indent: int = 2) -> str:
         """The engine as JSON, every backend resolved."""

@@ -61,8 +61,21 @@ def _table(caption: str, header: Sequence[str], rows: Iterable[Sequence[Any]], n
     return "".join(out)
 
 
+def _looks_numeric(v: Any) -> bool:
+    """A value right-aligned as a number: one that starts like one ('3.35 TB/s', '-', '0.8'), not a word."""
+    s = str(v[0] if isinstance(v, tuple) else v).strip()
+    return bool(s) and (s[0].isdigit() or (s[0] in "+-." and len(s) > 1 and s[1].isdigit()))
+
+
 def _kv(caption: str, pairs: Iterable[Sequence[Any]]) -> str:
-    return _table(caption, [], pairs, numeric=(1,))
+    """A two-column table of (name, value): names left-aligned, values right-aligned where they are numbers."""
+    out: List[str] = [f'<table class="rooflinepy-table"><caption>{escape(caption)}</caption>']
+    for name, value in pairs:
+        tip = value[1] if isinstance(value, tuple) else None
+        text = value[0] if isinstance(value, tuple) else value
+        out.append("<tr>" + _cell(name) + _cell(text, _looks_numeric(text), tip) + "</tr>")
+    out.append("</table>")
+    return "".join(out)
 
 
 # ---- Device ----------------------------------------------------------------------------------------------
@@ -83,11 +96,11 @@ def device_html(d: Device) -> str:
         except KeyError:
             ridge = "-"
         note = p["source"] + (f" (uncertain: {p['uncertain']})" if p["uncertain"] else "")
-        comp_rows.append([p["dtype"], p["unit"], (_si(p["flops_per_s"], "FLOP/s"), note), ridge])
+        comp_rows.append([p["dtype"], p["unit"], (_si(p["flops_per_s"], "OP/s" if p["dtype"].startswith("int") else "FLOP/s"), note), ridge])
     e = d.efficiency
     eff = (f"{e['dram_bandwidth_fraction']:.2f} of DRAM bandwidth, {e['compute_fraction']:.2f} of compute, "
            f"{_seconds(e['launch_overhead_s'])} per launch")
-    return (_STYLE + f"<div><b>{escape(d.name)}</b>" + _kv("", head)
+    return (_STYLE + f"<div><b>{escape(d.name)}</b>" + _kv("device", head)
             + _table("memory (hover a bandwidth for its source)", ["level", "type", "bandwidth", "capacity"],
                      mem_rows, numeric=(2, 3))
             + _table("compute, dense (hover a peak for its source)",
@@ -152,5 +165,5 @@ def estimate_html(e: Estimate) -> str:
     return (_STYLE + "<div>" + _kv("Estimate", head)
             + _table("throughput", ["phase", "tokens/s", "prediction interval", "roofline tokens/s", "bound", "time"], perf,
                      numeric=(1, 3, 5))
-            + _kv("", more) + _kv("memory", memory) + "</div>")
+            + _kv("details", more) + _kv("memory", memory) + "</div>")
 

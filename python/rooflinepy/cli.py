@@ -58,7 +58,7 @@ def cmd_devices(args: argparse.Namespace) -> int:
         data.append({"id": d.id, "name": d.name, "vendor": d.vendor, "aliases": list(d.aliases),
                      "dram_bandwidth": bw, "dram_capacity": d.capacity("dram"), "peak_fp16": fp16, "peak_bf16": bf16,
                      "ridge_fp16": d.ridge_point("fp16")})
-        rows.append([d.id, d.name, _si(bw, "B/s"), _si(d.capacity("dram"), "B"), _si(fp16, "FLOP/s"),
+        rows.append([d.id, d.name, _si(bw, "B/s"), _binary(d.capacity("dram")), _si(fp16, "FLOP/s"),
                      f"{d.ridge_point('fp16'):.1f}", ", ".join(d.aliases[:3])])
     _emit(args, data, _table(rows, ["id", "name", "DRAM bw", "DRAM", "fp16 peak", "ridge fp16 (FLOP/B)", "aliases"]))
     return 0
@@ -74,7 +74,7 @@ def cmd_device(args: argparse.Namespace) -> int:
     lines = [f"{d.name}  ({d.id}; aliases: {', '.join(d.aliases) or '-'})",
              f"{d.compute_units} {d.compute_unit_name}s, boost {d.boost_clock_hz / 1e6:.0f} MHz"
              + (f", TDP {d.tdp_w:.0f} W" if d.tdp_w else ""), "", "memory:"]
-    mem_rows = [[m["level"], m["type"], _si(m["bandwidth"], "B/s"), _si(m["capacity"], "B"),
+    mem_rows = [[m["level"], m["type"], _si(m["bandwidth"], "B/s"), _binary(m["capacity"]),
                  ("uncertain: " + m["uncertain"]) if m["uncertain"] else ""] for m in d.memory_levels()]
     lines.append(_table(mem_rows, ["level", "type", "bandwidth", "capacity", "note"]))
     lines += ["", "compute (dense):"]
@@ -82,7 +82,7 @@ def cmd_device(args: argparse.Namespace) -> int:
     comp_rows = []
     for p in d.compute_peaks():
         r = ridges.get(f"{p['dtype']}/{p['unit']}", {})
-        comp_rows.append([p["dtype"], p["unit"], _si(p["flops_per_s"], "FLOP/s"),
+        comp_rows.append([p["dtype"], p["unit"], _si(p["flops_per_s"], "OP/s" if p["dtype"].startswith("int") else "FLOP/s"),
                           f"{r['dram']:.1f}" if "dram" in r else "-",
                           f"{r['l2']:.1f}" if "l2" in r else "-",
                           "uncertain" if p["uncertain"] else ""])
@@ -299,13 +299,18 @@ def cmd_models(args: argparse.Namespace) -> int:
     return 0
 
 
-def _ints(text: str, what: str) -> List[int]:
+def _ints(text: str, what: str, minimum: int = 0) -> List[int]:
+    """Comma-separated whole numbers >= minimum; one message for every way they can be wrong."""
+    rule = f"{what} must be comma-separated whole numbers >= {minimum}"
     try:
         values = [int(v) for v in str(text).split(",") if v.strip() != ""]
     except ValueError:
-        raise ValueError(f"{what} must be comma-separated whole numbers, got '{text}'") from None
+        raise ValueError(f"{rule}, got '{text}'") from None
     if not values:
-        raise ValueError(f"{what} must list at least one number")
+        raise ValueError(f"{rule}, got none")
+    bad = [v for v in values if v < minimum]
+    if bad:
+        raise ValueError(f"{rule}, got {bad[0]}")
     return values
 
 
@@ -320,37 +325,46 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         raise ValueError(f"{err} (as in llama-bench, -d is the depth: tokens already in the KV cache; the device is "
                          f"-dev/--device)") from None
     ubatch = _ints(args.ubatch_size, "-ub/--ubatch-size")[0] if args.ubatch_size else None
+    devices = [d.strip() for d in args.device.split(",") if d.strip()]
+    if not devices:
+        raise ValueError("-dev/--device must name at least one device (comma-separated ids or aliases)")
+    batches = _ints(args.batch, "-b/--batch", minimum=1)
+    prompts, gens = _ints(args.prompt, "-p/--n-prompt"), _ints(args.gen, "-n/--n-gen")
     for model_name in [m for m in args.model.split(",") if m]:
         m = rp.model(model_name)
-        for q in quants:
-            for b in _ints(args.batch, "-b/--batch"):
-                tests = [("pp", p, 0) for p in _ints(args.prompt, "-p/--n-prompt") if p > 0]
-                tests += [("tg", 0, n) for n in _ints(args.gen, "-n/--n-gen") if n > 0]
-                for depth in depths:
-                    for kind, p, n in tests:
-                        e = rp.estimate(model=m, quant=q, device=args.device, prompt_tokens=p, gen_tokens=n, batch=b,
-                                        kv_dtype=args.kv_dtype, flash_attention=args.flash_attn, engine=args.engine,
-                                        tensor_parallel=args.tensor_parallel, context_tokens=depth,
-                                        ubatch_tokens=ubatch)
-                        if kind == "pp":
-                            tps, (lo, hi) = e.prefill_tokens_per_s * 1.0, e.prefill_tokens_per_s_interval
-                            ceiling, bound = e.ceilings["prefill_tokens_per_s"], e.prefill_bound
-                            test = f"pp{p}"
-                        else:
-                            tps, (lo, hi) = e.decode_tokens_per_s_total, e.decode_tokens_per_s_interval
-                            lo, hi = lo * b, hi * b
-                            ceiling, bound = e.ceiling_decode_total, e.decode_bound
-                            test = f"tg{n}"
-                        if depth:
-                            test += f" @ d{depth}"
-                        d = e.to_dict()
-                        d.pop("breakdown")
-                        d.update({"test": test, "tokens_per_s": tps, "tokens_per_s_interval": [lo, hi],
-                                  "roofline_tokens_per_s": ceiling, "bound": bound})
-                        data.append(d)
-                        rows.append([m.id, q, _gb(e.weight_bytes), f"{e.parameters / 1e9:.2f} B", e.device, str(b),
-                                     test, f"{tps:.2f} ± {(hi - lo) / 2:.2f}", f"{lo:.2f}-{hi:.2f}", f"{ceiling:.2f}",
-                                     bound, "yes" if e.fits else "NO"])
+        longest = max(prompts) + max(gens) + max(depths)
+        if m.arch.max_context and longest > m.arch.max_context:
+            raise ValueError(f"-p/-n/-d: {longest} tokens in a sequence (depth {max(depths)} + prompt {max(prompts)} + "
+                             f"generated {max(gens)}) exceed {m.id}'s context of {m.arch.max_context:g} tokens "
+                             f"(its config's max_position_embeddings)")
+        for q, device, b in ((q, dv, b) for q in quants for dv in devices for b in batches):
+            tests = [("pp", p, 0) for p in prompts if p > 0]
+            tests += [("tg", 0, n) for n in gens if n > 0]
+            for depth in depths:
+                for kind, p, n in tests:
+                    e = rp.estimate(model=m, quant=q, device=device, prompt_tokens=p, gen_tokens=n, batch=b,
+                                    kv_dtype=args.kv_dtype, flash_attention=args.flash_attn, engine=args.engine,
+                                    tensor_parallel=args.tensor_parallel, context_tokens=depth,
+                                    ubatch_tokens=ubatch)
+                    if kind == "pp":
+                        tps, (lo, hi) = e.prefill_tokens_per_s * 1.0, e.prefill_tokens_per_s_interval
+                        ceiling, bound = e.ceilings["prefill_tokens_per_s"], e.prefill_bound
+                        test = f"pp{p}"
+                    else:
+                        tps, (lo, hi) = e.decode_tokens_per_s_total, e.decode_tokens_per_s_interval
+                        lo, hi = lo * b, hi * b
+                        ceiling, bound = e.ceiling_decode_total, e.decode_bound
+                        test = f"tg{n}"
+                    if depth:
+                        test += f" @ d{depth}"
+                    d = e.to_dict()
+                    d.pop("breakdown")
+                    d.update({"test": test, "tokens_per_s": tps, "tokens_per_s_interval": [lo, hi],
+                              "roofline_tokens_per_s": ceiling, "bound": bound})
+                    data.append(d)
+                    rows.append([m.id, q, _gb(e.weight_bytes), f"{e.parameters / 1e9:.2f} B", e.device, str(b),
+                                 test, f"{tps:.2f} ± {(hi - lo) / 2:.2f}", f"{lo:.2f}-{hi:.2f}", f"{ceiling:.2f}",
+                                 bound, "yes" if e.fits else "NO"])
     header = ["model", "quant", "size", "params", "device", "batch", "test", "t/s", "interval", "roofline t/s",
               "bound", "fits"]
     text = _table(rows, header)
@@ -419,6 +433,25 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_quants(args: argparse.Namespace) -> int:
+    """Every quantization: its kind, its bits per weight on a model (all its tensors, norms included), the engines
+    that run it."""
+    m = rp.model(args.model)
+    engines = [rp.engine(e) for e in rp.engines()]
+    rows, data = [], []
+    for q in rp.quants():
+        kind = ("MLX affine" if q.startswith("mlx-") else "GPU scheme" if q.lower() == q else "llama.cpp mix")
+        try:
+            bits = 8 * m.weight_bytes(q) / m.parameters
+        except (ValueError, KeyError):
+            bits = float("nan")  # a scheme the model's shapes do not take
+        runs = [e.id for e in engines if not e.based_on and bits == bits and e.runs(m, q)]
+        data.append({"quant": q, "kind": kind, "bits_per_weight": bits, "model": m.id, "engines": runs})
+        rows.append([q, kind, f"{bits:.3f}" if bits == bits else "-", ", ".join(runs) or "-"])
+    _emit(args, data, _table(rows, ["quant", "kind", f"bits/weight ({m.id})", "engines that run it"]))
+    return 0
+
+
 def cmd_engines(args: argparse.Namespace) -> int:
     """The engines of engine_db: one row each, or with a name every property of each backend with its source."""
     names = [args.name] if args.name else rp.engines()
@@ -457,13 +490,18 @@ def _add_inference_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentPar
     p.add_argument("name", nargs="?", help="an engine id or alias")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_engines)
+    p = sub.add_parser("quants", help="every quantization: kind, bits per weight on a model, the engines that run it")
+    p.add_argument("-m", "--model", default="llama-3.1-8b", help="the model whose bits per weight are shown")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_quants)
     p = sub.add_parser("models", help="list the model catalogue")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_models)
     p = sub.add_parser("estimate", help="tokens/s of a model × quantization × device, llama-bench style")
     p.add_argument("-m", "--model", required=True, help="model id(s), comma-separated")
-    p.add_argument("-q", "--quant", default="Q4_K_M", help="quantization(s), comma-separated (rooflinepy quants)")
-    p.add_argument("-dev", "--device", required=True, help="device id or alias (llama-bench's -dev)")
+    p.add_argument("-q", "--quant", default="Q4_K_M", help="quantization(s), comma-separated (rooflinepy quants lists them)")
+    p.add_argument("-dev", "--device", required=True,
+                   help="device ids or aliases, comma-separated (llama-bench's -dev; rooflinepy devices lists them)")
     p.add_argument("-p", "--n-prompt", dest="prompt", default="512", help="prompt lengths (ppN), comma-separated")
     p.add_argument("-n", "--n-gen", dest="gen", default="128", help="generated tokens (tgN), comma-separated")
     p.add_argument("-b", "--batch", default="1", help="batch sizes, comma-separated")
@@ -473,7 +511,7 @@ def _add_inference_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentPar
                    help="tokens already in the KV cache before each test, comma-separated (llama-bench -d)")
     p.add_argument("-ub", "--ubatch-size", default=None,
                    help="prompt micro-batch in tokens (llama-bench -ub; default: the engine's)")
-    p.add_argument("--engine", default="llama.cpp", help="llama.cpp, generic, cuda-graphs or gpt-fast")
+    p.add_argument("--engine", default="llama.cpp", help="the engine (rooflinepy engines lists them)")
     p.add_argument("--tensor-parallel", "-tp", type=int, default=1)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_estimate)
@@ -503,8 +541,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _binary(x: Optional[float]) -> str:
+    """Capacities as their datasheets write them: GiB, MiB or KiB (80 GiB, not 85.9 GB)."""
+    if x is None or x <= 0:
+        return "-"
+    for factor, unit in ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
+        if x >= factor:
+            return f"{x / factor:.4g} {unit}"
+    return f"{x:.0f} B"
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version"):
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        commands = ", ".join(sorted(str(c) for c in subs[0].choices)) if subs else ""
+        print(f"rooflinepy: error: unknown option '{argv[0]}' before the command; the command comes first "
+              f"(rooflinepy COMMAND ...), one of: {commands}", file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)

@@ -13,6 +13,16 @@ from ._core import ops as _ops
 from ._device import DeviceLike, _core_device
 from ._roofline import OpCost
 
+def _n(x: float) -> str:
+    return f"{x:g}"
+
+
+def _named(op: OpCost, label: str) -> OpCost:
+    """The op with its shape in its name (what a plot labels it with)."""
+    op.name = label
+    return op
+
+
 __all__ = ["gemm", "gemv", "elementwise", "softmax", "layernorm", "rmsnorm", "attention", "decode_attention",
            "kv_append", "embedding_lookup"]
 
@@ -23,55 +33,61 @@ def gemm(m: float, n: float, k: float, dtype: str = "fp16", *, a_dtype: Optional
     """C[m×n] = A[m×k]·B[k×n]: 2mnk FLOPs; compulsory DRAM traffic, or the tiled model with ``tile_bytes`` of
     on-chip memory. ``a_dtype``, ``weight_dtype`` (B; a quantization such as ``"Q4_0"`` or ``"int4-g128"``) and
     ``out_dtype`` default to ``dtype``; ``batch`` independent GEMMs."""
-    return OpCost(_ops.gemm(m, n, k, dtype, a_dtype=a_dtype, weight_dtype=weight_dtype, out_dtype=out_dtype,
-                            unit=unit, tile_bytes=tile_bytes, batch=batch))
+    op = OpCost(_ops.gemm(m, n, k, dtype, a_dtype=a_dtype, weight_dtype=weight_dtype, out_dtype=out_dtype,
+                          unit=unit, tile_bytes=tile_bytes, batch=batch))
+    return _named(op, f"gemm {_n(m)}×{_n(n)}×{_n(k)}" + (f" ×{_n(batch)}" if batch != 1 else ""))
 
 
 def gemv(n: float, k: float, dtype: str = "fp16", *, weight_dtype: Optional[str] = None,
          out_dtype: Optional[str] = None) -> OpCost:
     """y[n] = W[n×k]·x[k] on vector units."""
-    return OpCost(_ops.gemv(n, k, dtype, weight_dtype=weight_dtype, out_dtype=out_dtype))
+    return _named(OpCost(_ops.gemv(n, k, dtype, weight_dtype=weight_dtype, out_dtype=out_dtype)), f"gemv {_n(n)}×{_n(k)}")
 
 
 def elementwise(n: float, flops_per_element: float = 1.0, inputs: float = 1.0, outputs: float = 1.0,
                 dtype: str = "fp16") -> OpCost:
     """``n`` elements, each read from ``inputs`` tensors and written to ``outputs``, ``flops_per_element`` FLOPs."""
-    return OpCost(_ops.elementwise(n, flops_per_element, inputs, outputs, dtype))
+    return _named(OpCost(_ops.elementwise(n, flops_per_element, inputs, outputs, dtype)), f"elementwise {_n(n)}")
 
 
 def softmax(rows: float, cols: float, dtype: str = "fp16") -> OpCost:
     """Softmax over each of ``rows`` rows of ``cols`` elements."""
-    return OpCost(_ops.softmax(rows, cols, dtype))
+    return _named(OpCost(_ops.softmax(rows, cols, dtype)), f"softmax {_n(rows)}×{_n(cols)}")
 
 
 def layernorm(rows: float, cols: float, dtype: str = "fp16", affine: bool = True) -> OpCost:
     """LayerNorm over each of ``rows`` rows of ``cols`` elements (``affine``: with scale and shift)."""
-    return OpCost(_ops.layernorm(rows, cols, dtype, affine))
+    return _named(OpCost(_ops.layernorm(rows, cols, dtype, affine)), f"layernorm {_n(rows)}×{_n(cols)}")
 
 
 def rmsnorm(rows: float, cols: float, dtype: str = "fp16", affine: bool = True) -> OpCost:
     """RMSNorm over each of ``rows`` rows of ``cols`` elements (``affine``: with a scale)."""
-    return OpCost(_ops.rmsnorm(rows, cols, dtype, affine))
+    return _named(OpCost(_ops.rmsnorm(rows, cols, dtype, affine)), f"rmsnorm {_n(rows)}×{_n(cols)}")
 
 
 def attention(batch: float, heads: float, seq_q: float, seq_kv: Optional[float] = None, head_dim: float = 128,
               dtype: str = "fp16", *, kind: str = "standard", backward: bool = False, causal: bool = False,
               sram_bytes: Optional[float] = None, l2_bytes: Optional[float] = None,
-              device: Optional[DeviceLike] = None, kv_heads: float = 0.0, kv_dtype: Optional[str] = None) -> OpCost:
+              device: Optional[DeviceLike] = None, kv_heads: float = 0.0, kv_dtype: Optional[str] = None,
+              flash_version: int = 2) -> OpCost:
     """Attention of ``seq_q`` queries over ``seq_kv`` keys (default ``seq_q``) per (batch, head).
 
     ``kind="standard"`` writes and reads the score and probability matrices in DRAM; ``kind="flash"`` tiles them
-    in SRAM (FlashAttention's IO count, Theorem 2), which needs the SRAM size: ``sram_bytes=`` or ``device=`` (a
-    name or a Device; its SRAM per compute unit is used). Flash re-reads Q and O once per block of K/V columns;
-    when one head's rows fit in L2 (``l2_bytes=``, or the device's L2) those re-reads are L2 hits and DRAM sees
-    only the compulsory traffic. With ``sram_bytes=`` alone it is the paper's model (no cache).
+    in SRAM, which needs the SRAM size: ``sram_bytes=`` or ``device=`` (a name or a Device; its SRAM per compute
+    unit and its compute units are used). ``flash_version``: 1 (FlashAttention-1: K/V blocks outermost, Q and O
+    re-read and re-written per K/V block, Theorem 2's IO count) or 2/3 (FlashAttention-2/3: a Q block resident,
+    K and V streamed again per further Q block). A re-read is an L2 hit when the rows the resident thread blocks
+    re-read fit in L2 (``l2_bytes=``, or the device's L2); with ``sram_bytes=`` alone there is no cache.
     ``kv_heads`` (0: ``heads``) and ``kv_dtype`` count K and V once per KV head in their format.
     ``backward=True`` adds the backward pass.
     """
-    return OpCost(_ops.attention(batch, heads, seq_q, seq_kv, head_dim, dtype, kind=kind, backward=backward,
-                                 causal=causal, sram_bytes=sram_bytes, l2_bytes=l2_bytes,
-                                 device=None if device is None else _core_device(device), kv_heads=kv_heads,
-                                 kv_dtype=kv_dtype))
+    op = OpCost(_ops.attention(batch, heads, seq_q, seq_kv, head_dim, dtype, kind=kind, backward=backward,
+                               causal=causal, sram_bytes=sram_bytes, l2_bytes=l2_bytes,
+                               device=None if device is None else _core_device(device), kv_heads=kv_heads,
+                               kv_dtype=kv_dtype, flash_version=flash_version))
+    kv = seq_q if seq_kv is None else seq_kv
+    return _named(op, f"{kind} attention {_n(seq_q)}×{_n(kv)}, {_n(heads)} heads of {_n(head_dim)}"
+                      + (f" (FA-{flash_version})" if kind == "flash" else ""))
 
 
 def decode_attention(batch: float, heads: float, kv_heads: Optional[float] = None, context: float = 1.0,

@@ -25,6 +25,7 @@ from . import _core
 from . import ops as _ops
 from ._device import Device, DeviceLike
 from ._device import device as _device
+from ._device import devices as _all_devices
 from ._roofline import OpCost
 from .inference import Model
 from .inference import estimate as _estimate
@@ -108,7 +109,115 @@ def _show_figures_in_ipython() -> None:
 
 def _keep(fig: Figure, data: Dict[str, Any]) -> Figure:
     fig.rooflinepy_data = data  # type: ignore[attr-defined]
+    _declutter(fig)
     return fig
+
+
+def _text_boxes(fig: Figure) -> Tuple[Any, List[Tuple[Any, Any, Any]]]:
+    """(renderer, [(axes, annotation, its window extent)]) of every annotation of the figure, laid out."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.text import Annotation
+
+    if fig.canvas is None or not hasattr(fig.canvas, "get_renderer"):
+        FigureCanvasAgg(fig)
+    canvas: Any = fig.canvas
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    out = []
+    for ax in fig.axes:
+        for child in ax.get_children():
+            if isinstance(child, Annotation) and child.get_visible() and child.get_text():
+                out.append((ax, child, child.get_window_extent(renderer)))
+    return renderer, out
+
+
+def _marker_boxes(fig: Figure, renderer: Any) -> List[Tuple[Any, Any]]:
+    """(axes, display box) of every marker a label must not cover: the ops and ridge points (gid op:* / ridge:*)."""
+    from matplotlib.transforms import Bbox
+
+    out = []
+    for ax in fig.axes:
+        for line in ax.get_lines():
+            gid = line.get_gid() or ""
+            if not (gid.startswith("op:") or gid.startswith("ridge:")) or line.get_marker() in (None, "None", ""):
+                continue
+            r = line.get_markersize() * fig.dpi / 72.0 / 2 + 1
+            xs: Any = line.get_xdata()
+            ys: Any = line.get_ydata()
+            for x, y in ax.transData.transform(list(zip(xs, ys))):
+                out.append((ax, Bbox.from_extents(x - r, y - r, x + r, y + r)))
+    return out
+
+
+def _declutter(fig: Figure, rounds: int = 8) -> None:
+    """Keep every annotation inside its axes and clear of the others: one that overlaps an earlier one moves up
+    or down by its height, one that leaves its axes is moved back inside (offset in points, the data point it
+    labels unchanged). A few rounds; what still overlaps after them is left for overlap_report to name."""
+    from matplotlib.text import Annotation
+
+    if not any(isinstance(c, Annotation) for a in fig.axes for c in a.get_children()):
+        return
+    for _ in range(rounds):
+        moved = False
+        renderer, boxes = _text_boxes(fig)
+        obstacles = _marker_boxes(fig, renderer)
+        for i, (ax, ann, box) in enumerate(boxes):
+            frame = ax.get_window_extent(renderer)
+            dx = dy = 0.0
+            if box.x1 > frame.x1:
+                dx = frame.x1 - box.x1 - 2
+            elif box.x0 < frame.x0:
+                dx = frame.x0 - box.x0 + 2
+            if box.y1 > frame.y1:
+                dy = frame.y1 - box.y1 - 2
+            elif box.y0 < frame.y0:
+                dy = frame.y0 - box.y0 + 2
+            others = [b2 for ax2, _, b2 in boxes[:i] if ax2 is ax] + [b2 for ax2, b2 in obstacles if ax2 is ax]
+            for box2 in others:
+                if box.overlaps(box2):
+                    up = box2.y1 - box.y0 + 2
+                    down = box2.y0 - box.y1 - 2
+                    dy = up if box.y1 + up <= frame.y1 else down
+                    break
+            if dx or dy:
+                scale = 72.0 / fig.dpi  # display pixels to points
+                if ann.get_anncoords() == "offset points":
+                    ox, oy = ann.xyann
+                    ann.xyann = (ox + dx * scale, oy + dy * scale)
+                    moved = True
+        if not moved:
+            return
+
+
+def overlap_report(fig: Figure) -> List[str]:
+    """What a reader would see as clutter: annotations that overlap each other, and texts (annotations, titles,
+    tick and axis labels) outside the figure or, for annotations, outside their axes. Empty when clean."""
+    renderer, boxes = _text_boxes(fig)
+    fig_box = fig.bbox
+    problems = []
+    for i, (ax, ann, box) in enumerate(boxes):
+        frame = ax.get_window_extent(renderer).expanded(1.0, 1.0)
+        if box.x0 < frame.x0 - 1 or box.x1 > frame.x1 + 1 or box.y0 < frame.y0 - 1 or box.y1 > frame.y1 + 1:
+            problems.append(f"'{ann.get_text()}' leaves its axes")
+        for ax2, ann2, box2 in boxes[:i]:
+            if ax2 is ax and box.overlaps(box2):
+                problems.append(f"'{ann.get_text()}' overlaps '{ann2.get_text()}'")
+        for ax2, box2 in _marker_boxes(fig, renderer):
+            if ax2 is ax and box.overlaps(box2):
+                problems.append(f"'{ann.get_text()}' covers a marker")
+                break
+    for ax in fig.axes:
+        texts = [ax.title, ax.xaxis.label, ax.yaxis.label]
+        for axis in (ax.xaxis, ax.yaxis):  # the tick labels drawn: those within the view
+            lo, hi = sorted(axis.get_view_interval())
+            texts += [tk.label1 for tk in axis.get_major_ticks() if lo <= tk.get_loc() <= hi]
+        for txt in texts:
+            if not txt.get_visible() or not txt.get_text():
+                continue
+            b = txt.get_window_extent(renderer)
+            if b.x0 < fig_box.x0 - 1 or b.x1 > fig_box.x1 + 1 or b.y0 < fig_box.y0 - 1 or b.y1 > fig_box.y1 + 1:
+                problems.append(f"'{txt.get_text()}' is clipped by the figure's edge")
+    return problems
 
 
 def _si(x: float, unit: str = "", digits: int = 3) -> str:
@@ -188,14 +297,16 @@ def roofline(devices: Union[DeviceLike, Sequence[DeviceLike]], ops: Any = None, 
              levels: Optional[Sequence[str]] = None, units: Sequence[str] = ("matrix", "vector"), ideal: bool = True,
              intensity_range: Optional[Tuple[float, float]] = None, title: Optional[str] = None, ax: Any = None
              ) -> Figure:
-    """Log-log roofline of one or more devices for ``dtype``, with ops as labelled points.
+    """Log-log hierarchical roofline of one or more devices for ``dtype``, with ops as labelled points.
 
     For each device: the roof of every memory level that has a bandwidth (``levels``, default all of DRAM, L2,
     SRAM; DRAM solid, L2 dashed, SRAM dotted) under the peak of the first of ``units``, the flat ceiling of the
-    other units (vector units: dash-dot), and the DRAM ridge point marked and labelled. ``ops``: OpCosts, a
-    dict {label: OpCost} or (label, OpCost) pairs; each sits at its DRAM arithmetic intensity and the FLOP/s the
-    roofline allows it on each device (``device.time(op, ideal=ideal).attainable_flops``, which uses the units
-    and formats the op's FLOPs run on). ``ideal=False`` draws derated ceilings.
+    other units (vector units: dash-dot), and the DRAM ridge point marked and labelled. Each roof is drawn
+    against the intensity at its own level (FLOP per byte moved at that level). ``ops``: OpCosts, a dict
+    {label: OpCost} or (label, OpCost) pairs; each op has one marker per level it moves bytes at — filled at its
+    DRAM intensity, hollow at its L2 and SRAM intensities, joined by a thin line — all at the FLOP/s the roofline
+    allows it on the device (``device.time(op, ideal=ideal).attainable_flops``); the level whose roof is lowest at
+    the op's marker is what binds it. ``ideal=False`` draws derated ceilings.
     """
     devs = [_device(d) for d in _as_list(devices)]
     if not devs:
@@ -212,7 +323,7 @@ def roofline(devices: Union[DeviceLike, Sequence[DeviceLike]], ops: Any = None, 
             ridges[d.id] = d.ridge_point(dtype, level="dram", unit=units[0])
         except KeyError as e:
             raise KeyError(f"roofline: {e.args[0] if e.args else e}") from None
-    intensities = [op.arithmetic_intensity for _, op in items if op.arithmetic_intensity > 0]
+    intensities = [op.intensity_at(lv) for _, op in items for lv in ("dram", "l2", "sram") if op.bytes_at(lv) > 0]
     if intensity_range is None:
         lo = min([0.1] + [x / 3 for x in intensities] + [r / 300 for r in ridges.values()])
         hi = max([r * 10 for r in ridges.values()] + [x * 3 for x in intensities])
@@ -279,6 +390,7 @@ def roofline(devices: Union[DeviceLike, Sequence[DeviceLike]], ops: Any = None, 
         if ai <= 0:
             continue
         ys = []
+        od["intensity_by_level"] = {lv: op.intensity_at(lv) for lv in ("dram", "l2", "sram") if op.bytes_at(lv) > 0}
         for d, color in zip(devs, colors):
             t = d.time(op, ideal=ideal)
             od["attainable"][d.id] = t.attainable_flops
@@ -286,6 +398,13 @@ def roofline(devices: Union[DeviceLike, Sequence[DeviceLike]], ops: Any = None, 
             ys.append(t.attainable_flops)
             ax0.plot([ai], [t.attainable_flops], markers[label], color=color, mec="black", ms=8, zorder=6,
                      gid=f"op:{label}:{d.id}")
+            drawn = [lv for lv in od["intensity_by_level"] if lv != "dram" and lv in data["devices"][d.id]["bandwidths"]]
+            if drawn:  # the same op at its L2 / SRAM intensity, against those roofs
+                xs_lv = [ai] + [od["intensity_by_level"][lv] for lv in drawn]
+                ax0.plot(xs_lv, [t.attainable_flops] * len(xs_lv), "-", color=color, lw=0.6, alpha=0.6, zorder=5)
+                for lv in drawn:
+                    ax0.plot([od["intensity_by_level"][lv]], [t.attainable_flops], markers[label], mfc="none",
+                             mec=color, ms=7, zorder=6, gid=f"op:{label}:{d.id}:{lv}")
         at = max(ys) if offsets[label][1] > 0 else min(ys)
         ax0.annotate(label, (ai, at), xytext=offsets[label], textcoords="offset points", fontsize=9,
                      fontweight="bold")
@@ -293,7 +412,7 @@ def roofline(devices: Union[DeviceLike, Sequence[DeviceLike]], ops: Any = None, 
     _log_axes(ax0, yunit="FLOP/s")
     _plain_log_formatter(ax0.xaxis)
     ax0.set_xlim(lo, hi)
-    ax0.set_xlabel("arithmetic intensity (FLOP per byte of DRAM traffic)")
+    ax0.set_xlabel("arithmetic intensity (FLOP per byte moved at each level: filled DRAM, hollow L2 / SRAM)")
     ax0.set_ylabel(f"attainable performance (FLOP/s, {dtype})")
     kind = "datasheet" if ideal else "derated"
     ax0.set_title(title or f"Roofline, {dtype} ({kind} ceilings)")
@@ -574,11 +693,15 @@ def kv_cache(model: Any = "llama-3.1-8b",
             axes[1].plot(ctx, cum, ls, color=color, marker="o", ms=3, lw=1.8, label=label,
                          gid=f"cumulative:{label}")
     if weights_quant:
-        wb = m.weight_bytes(weights_quant)
+        # the weights a decode step reads (every matrix but the embedding table; the active experts at this
+        # batch): the core's count, from a plan on any device (the count does not depend on it)
+        plan = _core.EstimatePlan(m._core, _device(_all_devices()[0])._core, weights_quant, "f16", False, "llama.cpp", 1,
+                                  0)
+        wb = plan.weights_read_per_step(float(batch))
         data["weight_bytes"] = wb
         axes[0].axhline(wb, color="gray", lw=1.2, ls="--", gid="weights")
-        axes[0].annotate(f"weights ({weights_quant}) read every step: {_si(wb, 'B')}", (ctx[0], wb),
-                         xytext=(2, 4), textcoords="offset points", fontsize=8, color="gray")
+        axes[0].annotate(f"weights ({weights_quant}) read every step: {_si(wb, 'B')} (no embedding table)",
+                         (ctx[0], wb), xytext=(2, 4), textcoords="offset points", fontsize=8, color="gray")
     for a in axes:
         _log_axes(a, yunit="B")
         a.set_xscale("log", base=2)

@@ -449,7 +449,7 @@ def _cli_write(df: pd.DataFrame, path: str) -> str:
             try:
                 import pyarrow  # noqa: F401
             except ImportError:
-                raise ValueError(f"writing '{path}' as parquet needs pyarrow (pip install pyarrow); or write CSV "
+                raise ValueError(f"writing '{path}' as parquet needs pyarrow (pip install 'rooflinepy[parquet]'); or write CSV "
                                  f"instead: -o {path.rsplit('.', 1)[0]}.csv") from None
             df.to_parquet(path, index=df.index.name is not None)
             return "parquet"
@@ -480,19 +480,40 @@ def _cli_sweep(args: argparse.Namespace) -> int:
                gen_tokens=_cli_numbers(args.gen, "-n/--n-gen"), kv_dtype=_cli_names(args.kv_dtype),
                flash_attention=flash, engine=_cli_names(args.engine),
                tensor_parallel=[int(v) for v in _cli_numbers(args.tensor_parallel, "-tp/--tensor-parallel")],
+               context_tokens=_cli_numbers(args.context, "--context"),
+               ubatch_tokens=_cli_numbers(args.ubatch, "--ubatch") if args.ubatch else None,
                threads=args.threads, skip_invalid=args.skip_invalid)
     seconds = time.perf_counter() - t0
     summary = (f"{len(df)} estimates ({df.attrs['plans']} configurations) in {seconds:.3f} s, "
                f"{len(df) / seconds if seconds > 0 else 0:,.0f} estimates/s")
     for s in df.attrs["skipped"]:
         print(f"rooflinepy: skipped {s}", file=sys.stderr)
+    if args.rows < 0:
+        raise ValueError(f"--rows must be >= 0, got {args.rows}")
     if args.output:
         kind = _cli_write(df, args.output)
-        print(f"{summary}; wrote {args.output} ({kind}, {df.shape[1]} columns)")
+        if args.json:
+            import json
+
+            print(json.dumps({"output": args.output, "format": kind, "rows": len(df), "columns": list(df.columns),
+                              "configurations": df.attrs["plans"], "seconds": seconds,
+                              "skipped": list(df.attrs["skipped"])}, indent=2))
+        else:
+            print(f"{summary}; wrote {args.output} ({kind}, {df.shape[1]} columns)")
         return 0
-    cols = ["model", "quant", "device", "batch", "prompt_tokens", "gen_tokens", "ttft_s", "decode_tokens_per_s",
-            "decode_tokens_per_s_total", "decode_bound", "memory_total", "fits"]
-    with pandas.option_context("display.max_rows", args.rows, "display.width", 200):
+    # the configuration columns that vary, so that no two printed rows look alike
+    varying = [c for c in ("engine", "kv_dtype", "flash_attention", "tensor_parallel", "ubatch_tokens", "context_tokens")
+               if c in df.columns and df[c].nunique() > 1]
+    cols = (["model", "quant", "device"] + varying + ["batch", "prompt_tokens", "gen_tokens", "ttft_s",
+            "decode_tokens_per_s", "decode_tokens_per_s_total", "decode_bound", "memory_total", "fits"])
+    if args.json:
+        import json
+
+        rows = df.head(args.rows).astype(object).to_dict(orient="records")
+        print(json.dumps({"rows": rows, "shown": len(rows), "total": len(df), "configurations": df.attrs["plans"],
+                          "seconds": seconds, "skipped": list(df.attrs["skipped"])}, indent=2, default=str))
+        return 0
+    with pandas.option_context("display.max_rows", args.rows, "display.width", 220):
         print(df[cols].head(args.rows).to_string(index=False))
     print(f"\n{summary}" + (f" (first {args.rows} shown; -o FILE writes all)" if len(df) > args.rows else ""))
     return 0
@@ -512,12 +533,15 @@ def _add_sweep_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument("-n", "--n-gen", dest="gen", default="128", help="generated tokens")
     p.add_argument("--kv-dtype", default="f16", help="KV cache formats, comma-separated")
     p.add_argument("-fa", "--flash-attn", choices=["off", "on", "both"], default="off", help="flash attention")
-    p.add_argument("--engine", default="llama.cpp", help="engines, comma-separated: llama.cpp, generic, cuda-graphs, gpt-fast")
+    p.add_argument("--engine", default="llama.cpp", help="engines, comma-separated (rooflinepy engines lists them)")
     p.add_argument("-tp", "--tensor-parallel", default="1", help="tensor-parallel degrees")
+    p.add_argument("--context", default="0", help="tokens already in the KV cache before each prompt (llama-bench -d)")
+    p.add_argument("--ubatch", default=None, help="prompt micro-batch sizes (llama.cpp -ub; default: the engine's)")
     p.add_argument("--threads", type=int, default=None, help="worker threads (default: every core)")
     p.add_argument("--skip-invalid", action="store_true",
                    help="leave out configurations that cannot be estimated (e.g. -tp not dividing the heads) "
                         "instead of stopping at the first")
     p.add_argument("-o", "--output", help="write every row: .parquet (needs pyarrow) or .csv")
     p.add_argument("--rows", type=int, default=20, help="rows to print without -o (default 20)")
+    p.add_argument("--json", action="store_true", help="the rows printed (or, with -o, what was written) as JSON")
     p.set_defaults(func=_cli_sweep)

@@ -123,7 +123,7 @@ TEST_CASE("an estimate: its configuration, tpot_s = decode_s / gen_tokens, ceili
     for (double batch : {1.0, 4.0, 33.0}) {
         CAPTURE(batch);
         Workload w;
-        w.quant = "Q4_K_M";
+        w.quant = "int4-g128";
         w.engine = "generic";
         w.kv_dtype = "q8_0";
         w.flash_attention = true;
@@ -135,7 +135,7 @@ TEST_CASE("an estimate: its configuration, tpot_s = decode_s / gen_tokens, ceili
         CHECK(e.tpot_s > 0);
         CHECK(e.ceiling_decode_total == e.ceiling_decode * e.batch);
         CHECK(e.decode_tokens_per_s_total == doctest::Approx(e.decode_tokens_per_s * batch));
-        CHECK(e.quant == "Q4_K_M");
+        CHECK(e.quant == "int4-g128");
         CHECK(e.device == "toy");
         CHECK(e.engine == "generic");
         CHECK(e.kv_dtype == "q8_0");
@@ -148,6 +148,7 @@ TEST_CASE("an estimate: its configuration, tpot_s = decode_s / gen_tokens, ceili
     // no generated tokens: no decode, no time per token
     Workload pp;
     pp.engine = "generic";
+    pp.quant = "bf16";
     pp.gen_tokens = 0;
     const Estimate e = estimate(m, d, pp);
     CHECK(e.tpot_s == 0);

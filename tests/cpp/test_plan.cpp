@@ -138,7 +138,7 @@ TEST_CASE("estimate: decode summed in closed form equals the step-by-step sum") 
     const Model m = catalog("gemma-2-9b");  // sliding windows make the sum piecewise
     const Device d = parse_device(roofline::test::kToyDevice);
     Workload w;
-    w.quant = "Q4_K_M";
+    w.quant = "int8-wo";
     w.prompt_tokens = 4090;
     w.gen_tokens = 12;  // crosses the 4096 window
     w.engine = "generic";

@@ -45,13 +45,19 @@ TEST_CASE("sweep rows equal single estimates, bit for bit, whatever the thread c
     a.gen_tokens = {1, 300};
     SweepOptions one;
     one.threads = 1;
+    one.skip_invalid = true;  // cuda-graphs does not run GGUF's Q4_K_M: those 24 configurations are left out, with why
     const SweepTable t = sweep(a, one);
-    REQUIRE(t.rows == 3 * 2 * 2 * 2 * 2 * 2 * 4 * 3 * 2);
+    REQUIRE(t.skipped.size() == 3 * 2 * 2 * 2);
+    for (const std::string& s : t.skipped) {
+        CHECK(s.find("cuda-graphs") != std::string::npos);
+        CHECK(s.find("does not run weights") != std::string::npos);
+    }
+    REQUIRE(t.rows == (3 * 2 * 2 * 2 * 2 * 2 - 24) * 4 * 3 * 2);
     // columns 3, 4, 5 below: batch, prompt and generated tokens
     REQUIRE(column(sweep_columns(), "batch") == 3);
     REQUIRE(column(sweep_columns(), "prompt_tokens") == 4);
     REQUIRE(column(sweep_columns(), "gen_tokens") == 5);
-    CHECK(t.plans == 96);
+    CHECK(t.plans == 72);
     // every row is the plan's estimate of that point
     std::size_t checked = 0;
     for (std::size_t r = 0; r < t.rows; r += 7) {
@@ -79,6 +85,7 @@ TEST_CASE("sweep rows equal single estimates, bit for bit, whatever the thread c
         CAPTURE(threads);
         SweepOptions o;
         o.threads = threads;
+        o.skip_invalid = true;
         const SweepTable u = sweep(a, o);
         REQUIRE(u.rows == t.rows);
         for (std::size_t k = 0; k < t.columns.size(); ++k)
@@ -95,7 +102,7 @@ TEST_CASE("sweep rows equal single estimates, bit for bit, whatever the thread c
         b.prompt_tokens = {1, 700};
         b.gen_tokens = {0};
         const SweepTable u = sweep(b, one);
-        REQUIRE(u.rows == 96 * 4 * 2);
+        REQUIRE(u.rows == 72 * 4 * 2);
         for (std::size_t r = 0; r < u.rows; r += 37) {
             const EstimatePlan plan(*b.models[static_cast<std::size_t>(u.model[r])], *b.devices[static_cast<std::size_t>(u.device[r])],
                                     PlanConfig{b.quants[static_cast<std::size_t>(u.quant[r])], b.kv_dtypes[static_cast<std::size_t>(u.kv_dtype[r])],

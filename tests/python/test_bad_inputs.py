@@ -114,7 +114,7 @@ case("unknown attention kind", KeyError, "attention kind 'flsh'", "did you mean 
     lambda t: rp.ops.attention(1, 8, 128, kind="flsh"))
 
 # ---- API: devices ---------------------------------------------------------------------------------------------
-case("unknown device", KeyError, "device 'h10'", "did you mean 'h100-sxm'?", "rooflinepy.devices()")(
+case("unknown device", KeyError, "device 'h10'", "did you mean 'h100-sxm'?", "rooflinepy devices")(
     lambda t: rp.device("h10"))
 case("unknown memory level", KeyError, "memory level 'l3'", "did you mean 'l2'?", "dram, l2, sram")(
     lambda t: rp.device("a100").bandwidth("l3"))

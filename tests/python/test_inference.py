@@ -89,7 +89,7 @@ def test_gqa_mha_and_kv_formats_change_kv_bytes():
 
 def test_moe_reads_only_active_experts_in_decode():
     dense_like = rp.model("qwen3-30b-a3b")
-    e = rp.estimate(model=dense_like, quant="Q4_K_M", device="h100-sxm", prompt_tokens=0, gen_tokens=64,
+    e = rp.estimate(model=dense_like, quant="int4-g128", device="h100-sxm", prompt_tokens=0, gen_tokens=64,
                     engine="generic")
     bytes_per_token = e.breakdown.query("phase == 'decode'").bytes.sum() / 64
     assert bytes_per_token < 0.25 * e.weight_bytes  # 8 of 128 experts per token
@@ -136,11 +136,11 @@ def test_cli_estimate_llama_bench_rows():
 def test_cli_estimate_depth_ubatch_and_interval_like_llama_bench():
     """-d: tokens already in the KV cache (llama-bench's depth), -ub: the prompt micro-batch; every row carries the
     prediction interval; -d given a device name says where the device goes."""
-    data = json.loads(subprocess.run([sys.executable, "-m", "rooflinepy", "estimate", "-m", "llama-2-7b", "-q", "Q4_0",
+    data = json.loads(subprocess.run([sys.executable, "-m", "rooflinepy", "estimate", "-m", "llama-3.1-8b", "-q", "Q4_0",
                                       "-dev", "m2-max-38c", "-p", "2048", "-n", "128", "-d", "0,8192", "-ub", "256",
                                       "--json"], capture_output=True, text=True, check=True).stdout)
     assert [d["test"] for d in data] == ["pp2048", "tg128", "pp2048 @ d8192", "tg128 @ d8192"]
-    kw = dict(model="llama-2-7b", quant="Q4_0", device="m2-max-38c", ubatch_tokens=256, context_tokens=8192)
+    kw = dict(model="llama-3.1-8b", quant="Q4_0", device="m2-max-38c", ubatch_tokens=256, context_tokens=8192)
     # each llama-bench test on its own: ppN without generation, tgN without a prompt, both after the depth
     assert data[2]["tokens_per_s"] == pytest.approx(rp.estimate(prompt_tokens=2048, gen_tokens=0, **kw).prefill_tokens_per_s)
     assert data[3]["tokens_per_s"] == pytest.approx(rp.estimate(prompt_tokens=0, gen_tokens=128, **kw).decode_tokens_per_s)
@@ -151,6 +151,10 @@ def test_cli_estimate_depth_ubatch_and_interval_like_llama_bench():
     bad = subprocess.run([sys.executable, "-m", "rooflinepy", "estimate", "-m", "llama-2-7b", "-d", "a100"],
                          capture_output=True, text=True)
     assert bad.returncode != 0 and "-dev/--device" in bad.stderr
+    # a sequence longer than the model's context is refused, naming the flags and the limit
+    long = subprocess.run([sys.executable, "-m", "rooflinepy", "estimate", "-m", "llama-2-7b", "-dev", "a100", "-p",
+                           "4000", "-d", "512"], capture_output=True, text=True)
+    assert long.returncode == 2 and "4096" in long.stderr and "-p/-n/-d" in long.stderr
 
 
 def test_cli_models_and_validate():

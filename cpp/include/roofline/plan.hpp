@@ -91,6 +91,9 @@ public:
     const PlanConfig& config() const;
     double parameters() const;
     double weight_bytes() const;
+    /// Weight bytes one decode step of `batch` sequences reads on one rank: every matrix but the embedding table
+    /// (the experts the batch activates; a tied head counted as the head). The count behind ceiling_decode_weights.
+    double weights_read_per_step(double batch = 1) const;
     double bits_per_weight() const;
     std::size_t op_slots() const;
 

@@ -516,6 +516,10 @@ class Engine:
         """
         The backend the engine runs on for a device
         """
+    def runs_quantization(self, model: Model, quant: str) -> bool:
+        """
+        Whether the engine runs every weight matrix of the model under the quantization
+        """
     def to_json(self, indent: typing.SupportsInt | typing.SupportsIndex = 2) -> str:
         ...
     @property
@@ -790,6 +794,10 @@ class EstimatePlan:
         ...
     def estimate(self, batch: typing.SupportsFloat | typing.SupportsIndex, prompt_tokens: typing.SupportsFloat | typing.SupportsIndex, gen_tokens: typing.SupportsFloat | typing.SupportsIndex, breakdown: bool = True, context_tokens: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> Estimate:
         ...
+    def weights_read_per_step(self, batch: typing.SupportsFloat | typing.SupportsIndex = 1.0) -> float:
+        """
+        weight bytes one decode step reads on one rank (no embedding table; the active experts)
+        """
     @property
     def backend(self) -> str:
         ...
