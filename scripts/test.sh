@@ -11,6 +11,10 @@ cmake -S . -B build/tests -G Ninja -DCMAKE_BUILD_TYPE=Release -DROOFLINE_WERROR=
 cmake --build build/tests -j "$JOBS"
 ctest --test-dir build/tests --output-on-failure -j "$JOBS"
 
+# ---- the C++ package (issue 16): install, remove the build tree, move the prefix, build a consumer against it ----
+echo "== C++ package: find_package(roofline) from a moved install finds the installed data"
+scripts/test_install.sh
+
 echo "== Python: pytest"
 # Run from outside the source tree so the installed package, not the checkout, is imported.
 REPO="$PWD"

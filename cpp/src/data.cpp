@@ -1,6 +1,7 @@
 #include "roofline/data.hpp"
 
 #include <cstdlib>
+#include <filesystem>
 #include <mutex>
 
 namespace roofline {
@@ -14,6 +15,14 @@ std::string& configured() {
     static std::string dir;
     return dir;
 }
+std::string& package() {
+    static std::string dir;
+    return dir;
+}
+bool holds_databases(const std::string& dir) {
+    std::error_code ec;
+    return std::filesystem::is_directory(std::filesystem::path(dir) / "hardware_db", ec);
+}
 }  // namespace
 
 std::string data_directory() {
@@ -21,12 +30,20 @@ std::string data_directory() {
     {
         const std::lock_guard<std::mutex> lock(data_mutex());
         if (!configured().empty()) return configured();
+        if (!package().empty()) return package();
     }
-#ifdef ROOFLINE_SOURCE_DATA_DIR
-    return ROOFLINE_SOURCE_DATA_DIR;
-#else
-    return ".";
+#ifdef ROOFLINE_INSTALL_DATA_DIR
+    if (holds_databases(ROOFLINE_INSTALL_DATA_DIR)) return ROOFLINE_INSTALL_DATA_DIR;
 #endif
+#ifdef ROOFLINE_SOURCE_DATA_DIR
+    if (holds_databases(ROOFLINE_SOURCE_DATA_DIR)) return ROOFLINE_SOURCE_DATA_DIR;
+#endif
+    return ".";
+}
+
+void set_package_data_directory(const std::string& directory) {
+    const std::lock_guard<std::mutex> lock(data_mutex());
+    package() = directory;
 }
 
 void set_data_directory(const std::string& directory) {
