@@ -79,8 +79,9 @@ def tour(calibrate: bool = False, gpu_profile: Optional[str] = None, gguf: Optio
     mlx: rp.Estimate = rp.estimate(model="llama-3.1-8b", quant="mlx-q4", device="m4-max", engine="mlx",
                                    flash_attention=True)
     assert close(mlx.bits_per_weight, 4.5, rel=0.01)
-    breakdown: pd.DataFrame = est.breakdown  # DataFrame: phase, op, count, flops, bytes, intensity, seconds, bound
-    assert list(breakdown.columns) == ["phase", "op", "count", "flops", "bytes", "intensity", "seconds", "bound"]
+    breakdown: pd.DataFrame = est.breakdown  # DataFrame: phase, op, count, flops, bytes, intensity, seconds, bound, flops_per_s, compute
+    assert list(breakdown.columns) == ["phase", "op", "count", "flops", "bytes", "intensity", "seconds", "bound",
+                                      "flops_per_s", "compute"]
 
     cal: rp.Device = rp.calibrate_from_measurements(
         "m1-max-32c", [{"model": "llama-2-7b", "quant": "Q8_0", "test": "tg128", "tokens_per_s": 40.2}])

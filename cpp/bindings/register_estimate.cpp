@@ -50,10 +50,11 @@ void register_estimate(py::module_& m) {
         [](const Estimate& e) {
             py::list out;
             for (const auto& r : e.breakdown)
-                out.append(py::make_tuple(r.phase, r.op, r.count, r.flops, r.bytes, r.intensity(), r.seconds, r.bound));
+                out.append(py::make_tuple(r.phase, r.op, r.count, r.flops, r.bytes, r.intensity(), r.seconds, r.bound,
+                                          r.flops_per_s(), r.compute));
             return out;
         },
-        "(phase, op, count, flops, bytes, intensity, seconds, bound) per op");
+        "(phase, op, count, flops, bytes, intensity, seconds, bound, flops_per_s, compute) per op");
 
     m.def(
         "estimate",

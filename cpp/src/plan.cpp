@@ -92,7 +92,7 @@ struct RowSink {
     const char* phase;
     RowSink(std::vector<BreakdownRow>* r, std::size_t names, const char* ph) : rows(r), index(r ? names : 0, -1), phase(ph) {}
     void add(std::uint32_t name, const std::vector<std::string>& names, double instances, double flops, double bytes,
-             double seconds, const std::function<std::string()>& bound) {
+             double seconds, const std::function<std::string()>& bound, const std::string& compute = {}) {
         if (!rows) return;
         long& at = index[name];
         if (at >= 0) {
@@ -104,9 +104,18 @@ struct RowSink {
             return;
         }
         at = static_cast<long>(rows->size());
-        rows->push_back({phase, names[name], instances, flops, bytes, seconds, bound()});
+        rows->push_back({phase, names[name], instances, flops, bytes, seconds, bound(), compute});
     }
 };
+
+// BreakdownRow::compute of a slot at `rows` rows: the format and unit of the linear kernel those rows run.
+std::string slot_compute(const PlanSlot& s, double rows) {
+    if (s.op->kind != SlotKind::linear || s.paths.empty() || s.paths.size() != s.op->paths.size()) return {};
+    std::size_t k = 0;  // as slot_times picks the path
+    while (k + 1 < s.paths.size() && rows > s.paths[k].max_rows) ++k;
+    const LinearPath& p = s.op->paths[k];
+    return std::string(dtype_name(p.compute)) + " " + std::string(unit_name(p.unit));
+}
 
 // Utilizations of matrix paths of linear slots, computed once per group and rows within one phase.
 struct UtilCache {
@@ -621,14 +630,16 @@ PhaseSums EstimatePlan::Impl::sum_slots(double batch, double tokens, double past
             slot_times(t, s, options, slot_rows(*s.op, batch, tokens), util, cache);
             if (envelope_slot) {  // a breakdown row only: the phase's numbers come from the envelope
                 sink.add(s.name, structure->names, s.op->count, s.op->count * t.flops, s.op->count * t.bytes,
-                         s.op->count * t.derated.total(util), [&] { return op_bound(t, util, s.op->kind == SlotKind::all_reduce); });
+                         s.op->count * t.derated.total(util), [&] { return op_bound(t, util, s.op->kind == SlotKind::all_reduce); },
+                         slot_compute(s, slot_rows(*s.op, batch, tokens)));
                 continue;
             }
         }
         acc.add(s.op->count, t, util);
         if (breakdown)
             sink.add(s.name, structure->names, s.op->count, s.op->count * t.flops, s.op->count * t.bytes,
-                     s.op->count * t.derated.total(util), [&] { return op_bound(t, util, s.op->kind == SlotKind::all_reduce); });
+                     s.op->count * t.derated.total(util), [&] { return op_bound(t, util, s.op->kind == SlotKind::all_reduce); },
+                     slot_compute(s, slot_rows(*s.op, batch, tokens)));
     }
     if (parts != SlotParts::attention_only) {
         add_envelope(acc, envelope[0], batch * tokens);
@@ -763,7 +774,7 @@ PhaseSums EstimatePlan::Impl::decode(double batch, double prompt, double gen, co
             OpTimes t;
             slot_times(t, s, options, batch, util, cache);
             sink.add(s.name, structure->names, n * gen, n * gen * t.flops, n * gen * t.bytes, n * gen * t.derated.total(util),
-                     [&] { return op_bound(t, util, s.op->kind == SlotKind::all_reduce); });
+                     [&] { return op_bound(t, util, s.op->kind == SlotKind::all_reduce); }, slot_compute(s, batch));
         }
     }
     return d;

@@ -141,10 +141,11 @@ double attainable_flops(const Device& device, double intensity, DType format, Le
                         Ceilings ceilings) {
     if (std::isnan(intensity) || intensity < 0)
         throw InvalidArgument("attainable_flops: intensity must be >= 0 FLOP/byte, got " + std::to_string(intensity));
-    double peak = device.peak_flops(format, unit);
+    const ComputePeak& p = device.execution_peak(format, unit);  // as evaluate() runs an op of this format
+    double peak = p.flops_per_s;
     double bw = device.bandwidth(level);
     if (ceilings == Ceilings::derated) {
-        if (const ComputePeak* p = device.find_peak(format, unit)) peak *= derating_fraction(device, *p);
+        peak *= derating_fraction(device, p);
         bw *= derating_fraction(device, level);
     }
     if (std::isinf(intensity)) return peak;

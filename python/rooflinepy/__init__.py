@@ -66,6 +66,11 @@ def device_from_profile(profile: calibration.ProfileLike) -> Device:
 
 __all__ += ["calibration", "device_from_profile"]
 
+# ---- rp.explore: the interactive explorer for Jupyter (ipywidgets is optional, imported when called) --------------
+from .explore import Explorer, explore  # noqa: E402
+
+__all__ += ["explore", "Explorer"]
+
 
 # ---- rp.plot, loaded on first use (matplotlib is optional) ----------------------------------------------------
 if TYPE_CHECKING:

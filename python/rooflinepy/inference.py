@@ -182,8 +182,9 @@ def quants() -> List[str]:
     return list(_core.quant_names())
 
 
-_BREAKDOWN_COLUMNS = ["phase", "op", "count", "flops", "bytes", "intensity", "seconds", "bound"]
-BreakdownRow = Tuple[str, str, float, float, float, float, float, str]
+_BREAKDOWN_COLUMNS = ["phase", "op", "count", "flops", "bytes", "intensity", "seconds", "bound", "flops_per_s",
+                      "compute"]
+BreakdownRow = Tuple[str, str, float, float, float, float, float, str, float, str]
 
 
 class EstimateMemory(TypedDict):
@@ -281,7 +282,9 @@ class Estimate(EstimateFields):
 
     @property
     def breakdown(self) -> pd.DataFrame:
-        """One row per op and phase: phase, op, count, flops, bytes, intensity, seconds, bound."""
+        """One row per op and phase: phase, op, count, flops, bytes, intensity, seconds, bound, flops_per_s (the
+        FLOP/s the op achieves, its height on a roofline) and compute (a linear layer's kernel format and unit,
+        "int8 matrix": the roof it runs under)."""
         import pandas as pd
 
         return pd.DataFrame(self._breakdown_rows(), columns=_BREAKDOWN_COLUMNS)

@@ -27,7 +27,7 @@ from ._device import Device, DeviceLike
 from ._device import device as _device
 from ._device import devices as _all_devices
 from ._roofline import OpCost
-from .inference import Model
+from .inference import Estimate, Model
 from .inference import estimate as _estimate
 from .inference import model as _model
 
@@ -114,14 +114,15 @@ def _keep(fig: Figure, data: Dict[str, Any]) -> Figure:
 
 
 def _text_boxes(fig: Figure) -> Tuple[Any, List[Tuple[Any, Any, Any]]]:
-    """(renderer, [(axes, annotation, its window extent)]) of every annotation of the figure, laid out."""
+    """(renderer, [(axes, annotation, its window extent)]) of every annotation of the figure, laid out (the
+    figure drawn without rasterizing: extents and transforms as a saved figure has them)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.text import Annotation
 
     if fig.canvas is None or not hasattr(fig.canvas, "get_renderer"):
         FigureCanvasAgg(fig)
     canvas: Any = fig.canvas
-    canvas.draw()
+    fig.draw_without_rendering()
     renderer = canvas.get_renderer()
     out = []
     for ax in fig.axes:
@@ -283,6 +284,22 @@ def _op_items(ops: Any) -> List[Tuple[str, OpCost]]:
     return out
 
 
+_PHASE_MARKER = {"prefill": "s", "decode": "o"}
+
+
+_EstimatePoint = Tuple[str, float, float, str, str]  # label, DRAM intensity, achieved FLOP/s, phase, compute
+
+
+def _estimate_points(e: Estimate, max_ops: int) -> List[_EstimatePoint]:
+    """The ``max_ops`` slowest ops of each phase of ``e``, from its breakdown rows (the core's counts and times)."""
+    out: List[_EstimatePoint] = []
+    for phase in ("prefill", "decode"):
+        rows = [r for r in e._breakdown_rows() if r[0] == phase and r[5] > 0 and r[8] > 0]
+        rows.sort(key=lambda r: -r[6])
+        out += [(f"{phase}: {r[1]}", r[5], r[8], phase, r[9]) for r in rows[:max_ops]]
+    return out
+
+
 def _catalog_config(name: str) -> Optional[Dict[str, Any]]:
     from . import inference
 
@@ -295,8 +312,8 @@ def _catalog_config(name: str) -> Optional[Dict[str, Any]]:
 # ---- roofline --------------------------------------------------------------------------------------------
 def roofline(devices: Union[DeviceLike, Sequence[DeviceLike]], ops: Any = None, dtype: str = "bf16", *,
              levels: Optional[Sequence[str]] = None, units: Sequence[str] = ("matrix", "vector"), ideal: bool = True,
-             intensity_range: Optional[Tuple[float, float]] = None, title: Optional[str] = None, ax: Any = None
-             ) -> Figure:
+             intensity_range: Optional[Tuple[float, float]] = None, title: Optional[str] = None, ax: Any = None,
+             max_ops: int = 6) -> Figure:
     """Log-log hierarchical roofline of one or more devices for ``dtype``, with ops as labelled points.
 
     For each device: the roof of every memory level that has a bandwidth (``levels``, default all of DRAM, L2,
@@ -307,7 +324,20 @@ def roofline(devices: Union[DeviceLike, Sequence[DeviceLike]], ops: Any = None, 
     DRAM intensity, hollow at its L2 and SRAM intensities, joined by a thin line — all at the FLOP/s the roofline
     allows it on the device (``device.time(op, ideal=ideal).attainable_flops``); the level whose roof is lowest at
     the op's marker is what binds it. ``ideal=False`` draws derated ceilings.
+
+    ``ops`` may also be an :class:`~rooflinepy.Estimate` (or a list of them, each on one of ``devices``): its
+    ``max_ops`` slowest ops of each phase are drawn at their DRAM intensity and at the FLOP/s they achieve in the
+    estimate (``breakdown.flops_per_s``: launches, fixed time and the engine's kernels included), prefill as
+    squares, decode as circles, so the distance below the roof is what the engine loses; the roof of each kernel
+    format those ops run on (``breakdown.compute``, e.g. int8 matrix for llama.cpp's MMQ) is drawn beside
+    ``dtype``'s.
     """
+    if isinstance(max_ops, bool) or not isinstance(max_ops, int) or max_ops < 1:
+        raise ValueError(f"roofline: max_ops must be an integer >= 1, got {max_ops!r}")
+    est_items: List[Tuple[Estimate, List[_EstimatePoint]]] = []
+    if isinstance(ops, Estimate) or (isinstance(ops, (list, tuple)) and ops and all(isinstance(o, Estimate) for o in ops)):
+        est_items = [(e, _estimate_points(e, max_ops)) for e in _as_list(ops)]
+        ops = None
     devs = [_device(d) for d in _as_list(devices)]
     if not devs:
         raise ValueError("roofline needs at least one device")
@@ -324,6 +354,7 @@ def roofline(devices: Union[DeviceLike, Sequence[DeviceLike]], ops: Any = None, 
         except KeyError as e:
             raise KeyError(f"roofline: {e.args[0] if e.args else e}") from None
     intensities = [op.intensity_at(lv) for _, op in items for lv in ("dram", "l2", "sram") if op.bytes_at(lv) > 0]
+    intensities += [p[1] for _, pts in est_items for p in pts]
     if intensity_range is None:
         lo = min([0.1] + [x / 3 for x in intensities] + [r / 300 for r in ridges.values()])
         hi = max([r * 10 for r in ridges.values()] + [x * 3 for x in intensities])
@@ -409,9 +440,37 @@ def roofline(devices: Union[DeviceLike, Sequence[DeviceLike]], ops: Any = None, 
         ax0.annotate(label, (ai, at), xytext=offsets[label], textcoords="offset points", fontsize=9,
                      fontweight="bold")
 
+    by_id = {d.id: (d, c) for d, c in zip(devs, colors)}
+    for est, pts in est_items:
+        if est.device not in by_id:
+            raise ValueError(f"roofline: the estimate is for device '{est.device}', which is not among the devices "
+                             f"drawn ({', '.join(by_id)})")
+        d, color = by_id[est.device]
+        ed = data.setdefault("estimate_ops", {}).setdefault(est.device, {})
+        drawn_peaks = {(dtype, u) for u in data["devices"][d.id]["peaks"]}
+        for compute in sorted({p[4] for p in pts if p[4]}):  # the roof of each kernel format the ops run on
+            fmt, unit = compute.split()
+            if (fmt, unit) in drawn_peaks:
+                continue
+            drawn_peaks.add((fmt, unit))
+            peak = _core.attainable_flops(d._core, float("inf"), fmt, "dram", unit, ideal)  # the peak it runs at
+            data["devices"][d.id]["peaks"][compute] = peak
+            xs = np.geomspace(lo, hi, 160)
+            ys = [_core.attainable_flops(d._core, float(x), fmt, "dram", unit, ideal) for x in xs]
+            ax0.plot(xs, ys, ls=(0, (5, 1, 1, 1)), color=color, lw=1.0, alpha=0.8, gid=f"roof:{d.id}:dram:{compute}",
+                     label=f"{d.id}: {compute} {_si(peak, 'FLOP/s')} (the estimate's kernels)")
+        for k, (label, x, y, phase, compute) in enumerate(pts):
+            ed[label] = {"intensity": x, "flops_per_s": y, "compute": compute}
+            ax0.plot([x], [y], _PHASE_MARKER[phase], color=color, mec="black", ms=7, zorder=6,
+                     gid=f"op:{label}:{est.device}")
+            ax0.annotate(label, (x, y), xytext=(6, 6) if k % 2 == 0 else (6, -14), textcoords="offset points",
+                         fontsize=8)
+
     _log_axes(ax0, yunit="FLOP/s")
     _plain_log_formatter(ax0.xaxis)
     ax0.set_xlim(lo, hi)
+    if est_items:
+        ax0.set_ylim(top=max(ax0.get_ylim()[1], 2 * max(p[2] for _, pts in est_items for p in pts)))
     ax0.set_xlabel("arithmetic intensity (FLOP per byte moved at each level: filled DRAM, hollow L2 / SRAM)")
     ax0.set_ylabel(f"attainable performance (FLOP/s, {dtype})")
     kind = "datasheet" if ideal else "derated"

@@ -63,9 +63,18 @@ def test_estimate_fields_and_breakdown():
     assert est.fits
     assert est.ceilings["decode_bound"] == "memory:dram"
     bd = est.breakdown
-    assert list(bd.columns) == ["phase", "op", "count", "flops", "bytes", "intensity", "seconds", "bound"]
+    assert list(bd.columns) == ["phase", "op", "count", "flops", "bytes", "intensity", "seconds", "bound",
+                                "flops_per_s", "compute"]
     assert bd[bd.phase == "decode"].seconds.sum() == pytest.approx(est.decode_s, rel=1e-9)
     assert bd[bd.phase == "prefill"].seconds.sum() == pytest.approx(est.prefill_s, rel=1e-9)
+    timed = bd[bd.seconds > 0]
+    assert list(timed.flops_per_s) == pytest.approx(list(timed.flops / timed.seconds), rel=1e-12)
+    # no op runs above the device's highest peak, nor above what its DRAM bytes allow
+    dev = rp.device(est.device)
+    for _, r in timed[timed.compute != ""].iterrows():
+        fmt, unit = r.compute.split()
+        assert r.flops_per_s <= rp.plot.attainable_flops(dev, float("inf"), fmt, unit=unit) * 1.0001, r.op
+    assert (timed.flops_per_s <= timed.intensity * dev.bandwidth("dram") * 1.0001).all()
     d = est.to_dict()
     json.dumps(d)
     assert d["decode_tokens_per_s"] == est.decode_tokens_per_s

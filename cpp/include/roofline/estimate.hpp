@@ -83,7 +83,13 @@ struct BreakdownRow {
     std::string phase, op;
     double count = 0, flops = 0, bytes = 0, seconds = 0;
     std::string bound;
+    /// For a linear layer, the format and unit of its kernel's multiply-adds ("int8 matrix", "fp16 vector": the
+    /// roof it runs under); "" for other ops.
+    std::string compute;
     double intensity() const { return bytes > 0 ? flops / bytes : 0; }
+    /// FLOP/s the op achieves in the estimate (its FLOPs over its seconds, launches and fixed time included): its
+    /// height on a roofline drawn at intensity(); 0 for an op without time.
+    double flops_per_s() const { return seconds > 0 ? flops / seconds : 0; }
 };
 
 /// The estimate of one workload: its configuration, its numbers, speculative decoding and the breakdown.

@@ -100,11 +100,12 @@ struct Timing {
 Timing evaluate(const OpCost& op, const Device& device, Ceilings ceilings = Ceilings::derated);
 
 /// The roof itself, for drawing it: attainable FLOP/s at arithmetic intensity `intensity` (FLOP per byte at
-/// `level`) = min(peak FLOP/s of `format` on `unit`, intensity × the level's bandwidth). The knee is
-/// Device::ridge_point(format, level, unit). Derated: the peak × the compute efficiency and DRAM bandwidth × the
-/// DRAM efficiency (measured ceilings are not derated again), as evaluate() does. Intensity 0 gives 0; an
-/// infinite intensity gives the peak. Throws InvalidArgument for a negative or NaN intensity, NotFound for a
-/// format, unit or level the device has no number for.
+/// `level`) = min(peak FLOP/s of `format` on `unit`, intensity × the level's bandwidth), the peak being the one
+/// evaluate() runs that format at (Device::execution_peak: bf16 on a device without bf16 units at the fp32 rate).
+/// The knee is Device::ridge_point(format, level, unit). Derated: the peak × the compute efficiency and DRAM
+/// bandwidth × the DRAM efficiency (measured ceilings are not derated again), as evaluate() does. Intensity 0
+/// gives 0; an infinite intensity gives the peak. Throws InvalidArgument for a negative or NaN intensity,
+/// NotFound for a format (fp8, int8, fp4, int4 are never widened), unit or level the device has no number for.
 double attainable_flops(const Device& device, double intensity, DType format, Level level = Level::dram,
                         Unit unit = Unit::matrix, Ceilings ceilings = Ceilings::ideal);
 

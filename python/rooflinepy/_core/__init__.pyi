@@ -567,7 +567,7 @@ class Estimate:
     @property
     def breakdown_rows(self) -> list:
         """
-        (phase, op, count, flops, bytes, intensity, seconds, bound) per op
+        (phase, op, count, flops, bytes, intensity, seconds, bound, flops_per_s, compute) per op
         """
     @property
     def ceiling_decode(self) -> float:
