@@ -700,6 +700,13 @@ Device calibrated(const Device& base, const Profile& p) {
         throw InvalidArgument(p.origin + ": field 'device.kind' is '" + p.device.kind + "' ('" + p.device.name +
                               "') but device '" + base.id + "' is a " + base.kind +
                               "; apply a profile to the kind of device it measured");
+    // a GPU measured by one vendor's tool says nothing about another vendor's part (an NVIDIA profile on an Apple
+    // GPU or SoC); a CPU profile measures the host, which may be any vendor's, so only GPU profiles are held to it
+    if (base.kind != "cpu" && p.device.kind == "gpu" && !p.device.vendor.empty() && !base.vendor.empty() &&
+        to_lower(p.device.vendor) != to_lower(base.vendor))
+        throw InvalidArgument(p.origin + ": field 'device.vendor' is '" + p.device.vendor + "' ('" + p.device.name +
+                              "') but device '" + base.id + "' is made by '" + base.vendor +
+                              "'; apply a profile to the device it measured");
     Device d = base;
     for (std::size_t i = 0; i < kNumLevels; ++i) {
         const auto l = static_cast<Level>(i);

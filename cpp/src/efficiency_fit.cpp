@@ -1,3 +1,4 @@
+#include <sstream>
 #include "roofline/efficiency_fit.hpp"
 
 #include "least_squares.hpp"
@@ -40,17 +41,20 @@ Device calibrate_efficiency(const Device& device, const std::vector<ThroughputMe
         d.efficiency.compute_fraction = std::exp(x(2));
         return d;
     };
+    auto workload_of = [&](const ThroughputMeasurement& m) {
+        Workload w;
+        w.quant = m.quant;
+        w.batch = m.batch;
+        w.prompt_tokens = m.prompt_tokens;
+        w.gen_tokens = m.gen_tokens;
+        w.engine = eng.id;
+        w.kv_dtype = kv_dtype;
+        return w;
+    };
     auto predict = [&](const Device& d) {
         std::vector<double> out;
         for (const auto& m : points) {
-            Workload w;
-            w.quant = m.quant;
-            w.batch = m.batch;
-            w.prompt_tokens = m.prompt_tokens;
-            w.gen_tokens = m.gen_tokens;
-            w.engine = eng.id;
-            w.kv_dtype = kv_dtype;
-            const Estimate e = estimate(*m.model, d, w);
+            const Estimate e = estimate(*m.model, d, workload_of(m));
             out.push_back(m.gen_tokens > 0 ? e.decode_tokens_per_s_total : e.prefill_tokens_per_s);
         }
         return out;
@@ -61,6 +65,20 @@ Device calibrate_efficiency(const Device& device, const std::vector<ThroughputMe
         rep.measured.push_back(m.tokens_per_s);
     }
     rep.predicted_before = predict(device);
+    for (std::size_t i = 0; i < points.size(); ++i) {  // a measurement far above the roofline is not one
+        const auto& m = points[i];
+        const Estimate e = estimate(*m.model, device, workload_of(m));
+        const double ceiling = m.gen_tokens > 0 ? e.ceiling_decode_total : e.ceiling_prefill;
+        if (ceiling > 0 && m.tokens_per_s > kMaxMeasuredOverRoofline * ceiling) {
+            std::ostringstream os;
+            os.precision(4);
+            os << "measurement " << i << (m.label.empty() ? "" : " (" + m.label + ")") << ": tokens_per_s " << m.tokens_per_s
+               << " is " << m.tokens_per_s / ceiling << "x the pure roofline of that workload on '" << device.id << "' ("
+               << ceiling << " tokens/s from its datasheet ceilings); at most " << kMaxMeasuredOverRoofline
+               << "x is accepted (a typo, or another model, quantization or device?)";
+            throw InvalidArgument(os.str());
+        }
+    }
 
     // least squares on log(predicted / measured), in the log of each parameter, with a weak pull towards the
     // starting values (so that what the points do not determine — compute from decode points only — stays put)

@@ -7,6 +7,14 @@
 
 namespace roofline {
 
+void check_path(const std::string& path) {
+    const auto nul = path.find('\0');
+    if (nul != std::string::npos)
+        throw InvalidArgument("the path '" + path.substr(0, nul) + "\\0" + path.substr(nul + 1) +
+                              "' contains a NUL character (at byte " + std::to_string(nul) +
+                              "); a file name cannot hold one");
+}
+
 std::string join(const std::vector<std::string>& items, std::string_view sep) {
     std::string out;
     for (std::size_t i = 0; i < items.size(); ++i) {

@@ -43,6 +43,19 @@ bool same_format(const Format& x, const Format& y) {
            x.dequant_flops_per_element == y.dequant_flops_per_element;
 }
 
+// A hash of what same_slot compares but the kernel paths (which follow from the format under one engine):
+// equal slots hash equal, so merging a candidate looks at the slots of its hash only.
+std::size_t slot_hash(const OpSlot& s) {
+    std::size_t h = std::hash<std::string>{}(s.name);
+    auto mix = [&h](double v) { h ^= std::hash<double>{}(v == 0 ? 0.0 : v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+    for (double v : {static_cast<double>(s.kind), static_cast<double>(s.per_sequence), static_cast<double>(s.builder),
+                     s.scale, s.a, s.b, s.c, s.k, s.n, s.experts, s.top_k, s.heads, s.kv_heads, s.head_dim, s.window,
+                     s.bytes_per_row, s.format.bits_per_element})
+        mix(v);
+    h ^= std::hash<std::string>{}(s.format.name) + (h << 6) + (h >> 2);
+    return h;
+}
+
 // Everything but the count: two slots that compare equal cost the same at every point.
 bool same_slot(const OpSlot& x, const OpSlot& y) {
     return x.kind == y.kind && x.per_sequence == y.per_sequence && x.builder == y.builder && x.scale == y.scale &&
@@ -183,14 +196,19 @@ struct SlotBuilder {
         rows(name, m.arch.norm == NormKind::rmsnorm ? RowsBuilder::rmsnorm : RowsBuilder::layernorm, 1, m.arch.hidden);
     }
 
-    // Merge one candidate into the pass: the index of the slot it joined or started.
+    // Merge one candidate into the pass: the index of the slot it joined or started. Expected O(1): only the
+    // slots of the same hash are compared, so a pass of L distinct layers builds in O(L), not O(L²).
+    std::unordered_multimap<std::size_t, std::size_t> by_hash;
     std::size_t merge(const OpSlot& s) {
-        for (std::size_t i = 0; i < slots.size(); ++i)
-            if (same_slot(slots[i], s)) {
-                slots[i].count += s.count;
-                return i;
+        const std::size_t h = slot_hash(s);
+        const auto [from, to] = by_hash.equal_range(h);
+        for (auto it = from; it != to; ++it)
+            if (same_slot(slots[it->second], s)) {
+                slots[it->second].count += s.count;
+                return it->second;
             }
         slots.push_back(s);
+        by_hash.emplace(h, slots.size() - 1);
         return slots.size() - 1;
     }
 };
@@ -213,7 +231,7 @@ std::vector<OpSlot> forward_slots(const Model& model, const std::vector<TensorFo
     if (a.n_head % options.tensor_parallel != 0 || a.n_kv_head % options.tensor_parallel != 0)
         throw InvalidArgument("tensor_parallel " + std::to_string(options.tensor_parallel) + " must divide the heads (" +
                               std::to_string(a.n_head) + ") and KV heads (" + std::to_string(a.n_kv_head) + ")");
-    SlotBuilder b{model, formats, options, {}, {}, {}};
+    SlotBuilder b{model, formats, options, {}, {}, {}, {}};
     const double H = a.hidden;
     const double heads = a.n_head / tp, kv_heads = a.n_kv_head / tp, d = a.head_dim;
     auto flush = [&] {

@@ -669,6 +669,7 @@ GgufFile parse_gguf(const std::uint8_t* data, std::size_t size, std::string_view
 }
 
 GgufFile read_gguf(const std::string& path, const GgufLimits& limits) {
+    check_path(path);
     std::error_code ec;
     if (std::filesystem::is_directory(path, ec)) throw FileError("cannot open '" + path + "': it is a directory");
     std::vector<char> buffer(std::size_t(1) << 16);

@@ -28,6 +28,7 @@ nlohmann::json parse_json_text(std::string_view text, std::string_view origin) {
 }
 
 std::string read_text_file(const std::string& path, std::size_t max_bytes) {
+    check_path(path);
     std::error_code ec;
     if (std::filesystem::is_directory(path, ec)) throw FileError("cannot open '" + path + "': it is a directory, not a file");
     std::ifstream in(path, std::ios::binary);

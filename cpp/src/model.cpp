@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 #include <unordered_map>
 
 namespace roofline {
@@ -56,7 +58,6 @@ std::string text(const nlohmann::json& j, const std::string& key, const std::str
 // Upper bounds on an architecture's sizes: 10-100x the largest published model, low enough that every count built
 // from them (parameters, FLOPs, bytes) stays finite and a hostile config cannot make the readers allocate without
 // bound (one tensor record per layer and role).
-constexpr int kMaxLayers = 10000;
 constexpr int kMaxHeads = 65536;
 constexpr double kMaxHidden = 1 << 20, kMaxHeadDim = 65536, kMaxFfn = 1 << 24, kMaxVocab = 1 << 24;
 constexpr int kMaxExperts = 65536;
@@ -110,8 +111,7 @@ void check_architecture(Architecture& a, const std::string& origin) {
 // Sliding windows from the config: "layer_types" when present, else the model family's pattern.
 void read_windows(Architecture& a, const nlohmann::json& c) {
     a.window.assign(static_cast<std::size_t>(a.n_layer), 0.0);
-    double w = 0;
-    if (auto it = c.find("sliding_window"); it != c.end() && it->is_number()) w = it->get<double>();
+    const double w = num(c, "sliding_window", "config", 0);  // a string or a flag is an error, not "no window"
     if (w <= 0) return;
     if (auto it = c.find("layer_types"); it != c.end() && it->is_array()) {
         for (std::size_t i = 0; i < it->size() && i < a.window.size(); ++i)
@@ -201,8 +201,7 @@ Architecture architecture_from_config(const nlohmann::json& c, const std::string
             a.n_shared_expert = a.shared_ffn > 0 ? 1 : 0;
         }
     }
-    auto hd = c.find("head_dim");
-    a.head_dim = (hd != c.end() && hd->is_number()) ? hd->get<double>() : (a.n_head > 0 ? a.hidden / a.n_head : 0.0);
+    a.head_dim = num(c, "head_dim", origin, a.n_head > 0 ? a.hidden / a.n_head : 0.0);  // "256" is an error, not 128
     // Before anything is allocated per layer (windows, MoE layers, tensors).
     if (a.n_layer > kMaxLayers)
         throw InvalidArgument(origin + ": " + (t == "gpt2" ? "n_layer" : "num_hidden_layers") + " must be within [1, " +
@@ -385,6 +384,73 @@ Model Model::from_catalog_entry(std::string_view json_text, std::string_view ori
     return m;
 }
 
+namespace {
+// The tensors of a GGUF file against the metadata that describes them: every layer of block_count has tensors
+// and none lies beyond it, no dimension is 0, and the projections, norms and experts have the shapes the
+// metadata gives (ne0 first: a projection is [inputs, outputs]). A file whose tensors disagree with its metadata
+// would be estimated from one and sized from the other.
+void check_gguf_tensors(const Model& m, const GgufFile& f, const std::function<std::string(const std::string&)>& key,
+                        const std::vector<double>& ffn_of_layer) {
+    const Architecture& a = m.arch;
+    auto shape_text = [](const WeightTensor& w) {
+        std::string t;
+        for (double d : w.shape) t += (t.empty() ? "" : ", ") + num_text(d);
+        return "[" + t + "]";
+    };
+    std::vector<char> has_layer(static_cast<std::size_t>(a.n_layer), 0);
+    const double q = a.n_head * a.head_dim, kv = a.n_kv_head * a.head_dim;
+    for (const WeightTensor& w : m.tensors) {
+        for (double d : w.shape)
+            if (d < 1)
+                throw InvalidArgument(f.origin + ": tensor '" + w.name + "' has shape " + shape_text(w) +
+                                      "; every dimension must be at least 1");
+        if (w.name.rfind("blk.", 0) == 0) {
+            if (w.layer < 0 || w.layer >= a.n_layer)
+                throw InvalidArgument(f.origin + ": tensor '" + w.name + "' belongs to layer " +
+                                      (w.layer < 0 ? std::string("(none)") : std::to_string(w.layer)) + ", but " +
+                                      key("block_count") + " is " + std::to_string(a.n_layer) + " (layers 0 to " +
+                                      std::to_string(a.n_layer - 1) + ")");
+            has_layer[static_cast<std::size_t>(w.layer)] = 1;
+        }
+        if (w.is_bias()) continue;
+        const double ffn = w.layer >= 0 && w.layer < a.n_layer ? ffn_of_layer[static_cast<std::size_t>(w.layer)] : a.ffn;
+        // (dimension, expected, what gives it): 0 = ne0 (inputs), 1 = ne1 (outputs), 2 = experts
+        std::vector<std::tuple<std::size_t, double, std::string>> want;
+        const std::string H = key("embedding_length") + " " + num_text(a.hidden);
+        const std::string heads = key("attention.head_count") + " × head size " + num_text(a.head_dim);
+        const std::string F = key("feed_forward_length") + " " + num_text(ffn);
+        const std::string EF = key("expert_feed_forward_length") + " " + num_text(a.expert_ffn);
+        const std::string& r = w.role;
+        if (r == "token_embd" || r == "output" || r == "attn_v" || r == "ffn_gate_inp") want.push_back({0, a.hidden, H});
+        if (r == "attn_norm" || r == "ffn_norm" || r == "output_norm") want.push_back({0, a.hidden, H});
+        if (r == "attn_q") want = {{0, a.hidden, H}, {1, q, heads}};
+        if (r == "attn_k") want = {{0, a.hidden, H}, {1, kv, key("attention.head_count_kv") + " × head size " + num_text(a.head_dim)}};
+        if (r == "attn_qkv") want = {{0, a.hidden, H}, {1, q + 2 * kv, "Q, K and V heads × head size " + num_text(a.head_dim)}};
+        if (r == "attn_output") want = {{0, q, heads}, {1, a.hidden, H}};
+        if (ffn > 0 && (r == "ffn_gate" || r == "ffn_up"))
+            want = {{0, a.hidden, H}, {1, r == "ffn_up" && a.fused_gate_up ? 2 * ffn : ffn, F}};
+        if (ffn > 0 && r == "ffn_down") want = {{0, ffn, F}, {1, a.hidden, H}};
+        if (r == "ffn_gate_exps" || r == "ffn_up_exps" || r == "ffn_down_exps") {
+            const bool down = r == "ffn_down_exps";
+            if (w.shape.size() != 3)
+                throw InvalidArgument(f.origin + ": tensor '" + w.name + "' has shape " + shape_text(w) +
+                                      "; expert weights have 3 dimensions [inputs, outputs, experts]");
+            want = {{down ? 1u : 0u, a.hidden, H}, {2, static_cast<double>(a.n_expert), key("expert_count") + " " + std::to_string(a.n_expert)}};
+            if (a.expert_ffn > 0) want.push_back({down ? 0u : 1u, a.expert_ffn, EF});
+        }
+        for (const auto& [dim, expected, why] : want)
+            if (dim >= w.shape.size() || w.shape[dim] != expected)
+                throw InvalidArgument(f.origin + ": tensor '" + w.name + "' has shape " + shape_text(w) + "; its dimension " +
+                                      std::to_string(dim) + " must be " + num_text(expected) + " (" + why + ")");
+    }
+    for (std::size_t l = 0; l < has_layer.size(); ++l)
+        if (!has_layer[l])
+            throw InvalidArgument(f.origin + ": " + key("block_count") + " is " + std::to_string(a.n_layer) +
+                                  ", but no tensor belongs to layer " + std::to_string(l) + " (blk." + std::to_string(l) +
+                                  ".*)");
+}
+}  // namespace
+
 Model Model::from_gguf(const GgufFile& f) {
     const std::string arch = f.architecture();
     auto key = [&](const std::string& k) { return arch + "." + k; };
@@ -425,10 +491,42 @@ Model Model::from_gguf(const GgufFile& f) {
     a.source = f.origin;
     constexpr double kInt = 2147483647;
     a.n_layer = static_cast<int>(integer("block_count", -1, kMaxLayers));
+    if (a.n_layer < 1 || a.n_layer > kMaxLayers)
+        throw InvalidArgument(f.origin + ": " + key("block_count") + " must be within [1, " + std::to_string(kMaxLayers) +
+                              "], got " + std::to_string(a.n_layer));
+    // A per-layer size: a scalar for every layer, or an array of one whole number per layer.
+    auto per_layer = [&](const std::string& k, double fallback, double hi) -> std::vector<double> {
+        const GgufValue* v = f.find(key(k));
+        if (!v || !v->is_array()) return std::vector<double>(static_cast<std::size_t>(a.n_layer), integer(k, fallback, hi));
+        const std::vector<std::int64_t> xs = v->as_int_array();
+        if (xs.size() != static_cast<std::size_t>(a.n_layer))
+            throw InvalidArgument(f.origin + ": metadata key '" + key(k) + "' is an array of " + std::to_string(xs.size()) +
+                                  " values; a per-layer array needs one per layer (" + key("block_count") + " " +
+                                  std::to_string(a.n_layer) + ")");
+        std::vector<double> out;
+        for (std::size_t i = 0; i < xs.size(); ++i) {
+            if (xs[i] < 0 || static_cast<double>(xs[i]) > hi)
+                throw InvalidArgument(f.origin + ": metadata key '" + key(k) + "'[" + std::to_string(i) + "] is " +
+                                      std::to_string(xs[i]) + "; it must be a whole number within [0, " + num_text(hi) + "]");
+            out.push_back(static_cast<double>(xs[i]));
+        }
+        return out;
+    };
+    // Head counts that differ between layers would change every layer's attention and KV cache: refused, not
+    // read as their first element.
+    auto uniform = [&](const std::string& k, const std::vector<double>& xs) -> double {
+        for (std::size_t i = 1; i < xs.size(); ++i)
+            if (xs[i] != xs[0])
+                throw InvalidArgument(f.origin + ": metadata key '" + key(k) + "' differs between layers (layer 0: " +
+                                      num_text(xs[0]) + ", layer " + std::to_string(i) + ": " + num_text(xs[i]) +
+                                      "); per-layer head counts that differ are not supported");
+        return xs.empty() ? 0.0 : xs[0];
+    };
     a.hidden = integer("embedding_length", -1);
-    a.ffn = integer("feed_forward_length", 0);
-    a.n_head = static_cast<int>(integer("attention.head_count", -1, kInt));
-    a.n_kv_head = static_cast<int>(integer("attention.head_count_kv", a.n_head, kInt));
+    const std::vector<double> ffn_of_layer = per_layer("feed_forward_length", 0, 1e12);
+    a.ffn = *std::max_element(ffn_of_layer.begin(), ffn_of_layer.end());
+    a.n_head = static_cast<int>(uniform("attention.head_count", per_layer("attention.head_count", -1, kInt)));
+    a.n_kv_head = static_cast<int>(uniform("attention.head_count_kv", per_layer("attention.head_count_kv", a.n_head, kInt)));
     a.max_context = integer("context_length", 0);
     a.head_dim = integer("attention.key_length", a.n_head > 0 ? a.hidden / a.n_head : 0);
     a.n_expert = static_cast<int>(integer("expert_count", 0, kInt));
@@ -452,9 +550,6 @@ Model Model::from_gguf(const GgufFile& f) {
         a.vocab = static_cast<double>(emb->shape[1]);
     else
         throw InvalidArgument(f.origin + ": tensor 'token_embd.weight' (2-D) is required");
-    if (a.n_layer < 1 || a.n_layer > kMaxLayers)
-        throw InvalidArgument(f.origin + ": " + key("block_count") + " must be within [1, " + std::to_string(kMaxLayers) +
-                              "], got " + std::to_string(a.n_layer));
     a.window.assign(static_cast<std::size_t>(a.n_layer), 0.0);
     if (window > 0) {
         Architecture tmp = a;  // reuse the family patterns of the HF reader
@@ -495,6 +590,7 @@ Model Model::from_gguf(const GgufFile& f) {
         m.file_types.push_back(tensor.type);
     }
     check_architecture(a, f.origin);
+    check_gguf_tensors(m, f, key, ffn_of_layer);
     return m;
 }
 

@@ -104,6 +104,6 @@ __all__ += ["plot", "format_info", "kv_cache_bytes", "kv_cache_bytes_read"]
 
 
 # ---- sweeps and the inverse questions (rooflinepy.sweep): every point estimated in the core ---------------------
-from .sweep import BatchAnswer, cheapest, max_batch, pareto, sweep  # noqa: E402
+from .sweep import BatchAnswer, StreamedSweep, cheapest, max_batch, pareto, sweep, sweep_chunks  # noqa: E402
 
-__all__ += ["sweep", "max_batch", "cheapest", "pareto", "BatchAnswer"]
+__all__ += ["sweep", "sweep_chunks", "StreamedSweep", "max_batch", "cheapest", "pareto", "BatchAnswer"]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING, Callable, List, Tuple
+from typing import TYPE_CHECKING, Any, Callable, List, Tuple
 
 if TYPE_CHECKING:
     from ._roofline import OpCost
@@ -81,10 +81,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
                                contexts=_ints(args.context, "--context"), engine=args.engine, dtype=args.dtype)
     else:  # argparse restricts the choices
         raise ValueError(f"unknown figure '{f}'")
-    try:
-        fig.savefig(args.output, dpi=args.dpi)
-    except (OSError, ValueError) as err:  # an unwritable path, or a format matplotlib does not know
-        raise ValueError(f"-o/--output: cannot write '{args.output}': {err}") from None
+    _save(fig, args.output, args.dpi)
     if getattr(args, "json", False):
         import json
 
@@ -162,3 +159,25 @@ def add_plot_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]")
     p.add_argument("--dtype", default="fp16", help="format of the ridge point drawn (default fp16)")
     common(p)
     plot.set_defaults(func=cmd_plot)
+
+
+def _save(fig: Any, output: str, dpi: float) -> None:
+    """The figure into ``output``, drawn in memory first: a folder, a name without a format matplotlib knows, or a
+    file that cannot be written (a full disk, /dev/full) is one error naming -o, never a traceback or a file
+    written under another name."""
+    import io
+    import os
+
+    if os.path.isdir(output):
+        raise ValueError(f"-o/--output: '{output}' is a directory; give a file name such as ridge.png")
+    ext = os.path.splitext(output)[1].lower().lstrip(".")
+    formats = sorted(fig.canvas.get_supported_filetypes())
+    if ext not in formats:
+        raise ValueError(f"-o/--output: '{output}' must end in one of: {', '.join('.' + f for f in formats)}")
+    buf = io.BytesIO()
+    fig.savefig(buf, format=ext, dpi=dpi)
+    try:
+        with open(output, "wb") as fh:
+            fh.write(buf.getvalue())
+    except OSError as err:
+        raise ValueError(f"-o/--output: cannot write '{output}': {err.strerror or err}") from None

@@ -188,9 +188,7 @@ def device(name: DeviceLike) -> Device:
     as it is."""
     if isinstance(name, Device):
         return name
-    if isinstance(name, _core.Device):
-        return Device(name)
-    return Device(database()._core.get(name))
+    return Device(_core_device(name))
 
 
 def _core_device(d: DeviceLike) -> _core.Device:
@@ -199,9 +197,13 @@ def _core_device(d: DeviceLike) -> _core.Device:
         return d._core
     if isinstance(d, _core.Device):
         return d
+    if not isinstance(d, str):
+        raise TypeError(f"device must be a device id (str) or a Device, got {d!r} ({type(d).__name__})")
     return database()._core.get(d)
 
 
 def load_device(path: Union[str, os.PathLike[str]]) -> Device:
     """A device from a JSON file of the hardware_db schema (not added to the database)."""
-    return Device(_core.load_device(os.fspath(path)))
+    from ._validate import path as _path
+
+    return Device(_core.load_device(_path(path, "path", "load_device")))

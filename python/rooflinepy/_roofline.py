@@ -95,7 +95,11 @@ class OpCost:
 
 def _core_op(op: Union[OpCost, _core.OpCost]) -> _core.OpCost:
     """The core's OpCost of an OpCost (or of the core's own)."""
-    return op._core if isinstance(op, OpCost) else op
+    if isinstance(op, OpCost):
+        return op._core
+    if not isinstance(op, _core.OpCost):
+        raise TypeError(f"op must be an OpCost (rp.ops.gemm(...), ...), got {op!r} ({type(op).__name__})")
+    return op
 
 
 class CeilingTimes:

@@ -80,7 +80,9 @@ def load_profile(source: ProfileLike) -> Profile:
         return Profile(source)
     if isinstance(source, dict):
         return parse_profile(json.dumps(source), "<dict>")
-    return Profile(_core.calibration.load_profile(os.fspath(source)))
+    from ._validate import path as _path
+
+    return Profile(_core.calibration.load_profile(_path(source, "profile", "load_profile")))
 
 
 def calibrated(device: DeviceLike, profile: ProfileLike) -> Device:
@@ -129,14 +131,36 @@ def calibrate_cpu(output: Union[None, str, "os.PathLike[str]"] = None, *, quick:
                   options_text: str = "") -> Profile:
     """Measure this host's ceilings (about a minute; ``quick=True``: seconds, smaller arrays) and return the profile;
     write it to ``output`` when given. The measurement runs in C++ with the GIL released."""
-    prof = Profile(_core.calibration.calibrate_cpu(quick=quick, threads=threads, pin=pin,
-                                                   dram_array_bytes=dram_array_bytes, repetitions=repetitions,
-                                                   options_text=options_text, verbose=verbose))
-    if output is not None:
-        text = prof.to_json()
-        with open(os.fspath(output), "w", encoding="utf-8") as f:
-            f.write(text + "\n")
-        prof = parse_profile(text, os.fspath(output))
+    from . import _validate as _v
+
+    out = None if output is None else _v.path(output, "output", "calibrate_cpu")
+    threads = _v.whole(threads, "threads", "calibrate_cpu", 0, 1 << 20)  # the core bounds it by this host's CPUs
+    f = None
+    if out is not None:  # opened before a minute of measuring, so that a bad path fails at once
+        if os.path.isdir(out):
+            raise ValueError(f"calibrate_cpu: output '{out}' is a directory; give a file name (host.json)")
+        try:
+            f = open(out, "w", encoding="utf-8")
+        except OSError as e:
+            raise ValueError(f"calibrate_cpu: cannot write output '{out}': {e.strerror or e}") from None
+    try:
+        prof = Profile(_core.calibration.calibrate_cpu(quick=quick, threads=threads, pin=pin,
+                                                       dram_array_bytes=dram_array_bytes, repetitions=repetitions,
+                                                       options_text=options_text, verbose=verbose))
+        if f is not None and out is not None:
+            text = prof.to_json()
+            try:
+                f.write(text + "\n")
+                f.close()
+            except OSError as e:
+                raise ValueError(f"calibrate_cpu: cannot write output '{out}': {e.strerror or e}") from None
+            prof = parse_profile(text, out)
+    finally:
+        if f is not None and not f.closed:
+            try:
+                f.close()
+            except OSError:
+                pass
     return prof
 
 

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from pathlib import Path
 from typing import (TYPE_CHECKING, Any, Dict, Iterable, List, Literal, Mapping, Optional, Tuple, TypedDict, Union,
                     overload)
 
 from . import _core
+from . import _validate as _v
 from ._device import Device, DeviceLike, database
 from ._device import device as _lookup_device
 from ._engine import Engine, engine, engines
@@ -115,8 +117,14 @@ class Model:
     def from_hf_config(cls, config: Union[str, os.PathLike[str], Mapping[str, Any]]) -> Model:
         """From a HF config.json: a path, or the already-loaded dict. Offline."""
         if isinstance(config, Mapping):
-            return cls(_core.Model.from_hf_config(json.dumps(dict(config)), "<dict>"))
-        path = os.fspath(config)
+            try:
+                text = json.dumps(dict(config))
+            except RecursionError:
+                raise ValueError("from_hf_config: the config dict is nested too deeply to be a HF config") from None
+            except (TypeError, ValueError) as e:
+                raise ValueError(f"from_hf_config: the config dict is not JSON: {e}") from None
+            return cls(_core.Model.from_hf_config(text, "<dict>"))
+        path = _v.path(config, "config", "from_hf_config")
         try:
             text = Path(path).read_text()
         except OSError as e:
@@ -126,7 +134,7 @@ class Model:
     @classmethod
     def from_gguf(cls, path: Union[str, os.PathLike[str]]) -> Model:
         """From a GGUF file's header (never its tensor data): architecture, every tensor's format and bytes."""
-        return cls(_core.Model.from_gguf(os.fspath(path)))
+        return cls(_core.Model.from_gguf(_v.path(path, "path", "from_gguf")))
 
     @property
     def arch(self) -> Architecture:
@@ -316,6 +324,7 @@ _DEVICES_DB: List[Any] = [None]
 # the entry keeps alive (both are immutable from Python), so wrappers of the same core object share a plan
 _PLANS: Dict[Tuple[Any, ...], Tuple[_core.EstimatePlan, _core.Model, _core.Device]] = {}
 _PLANS_MAX = 512
+_PLANS_LOCK = threading.Lock()
 
 
 def _device(d: DeviceLike) -> Device:
@@ -339,12 +348,13 @@ def _plan(m: Model, dev: Device, quant: str, kv_dtype: str, flash_attention: boo
     """The core's EstimatePlan for a configuration, built once and kept."""
     cm, cd = m._core, dev._core
     key = (id(cm), id(cd), quant, kv_dtype, flash_attention, engine, tensor_parallel, ubatch_tokens)
-    hit = _PLANS.get(key)
+    hit = _PLANS.get(key)  # one dict lookup: atomic, no lock on the hot path
     if hit is None:
         plan = _core.EstimatePlan(cm, cd, quant, kv_dtype, flash_attention, engine, tensor_parallel, ubatch_tokens)
-        if len(_PLANS) >= _PLANS_MAX:
-            _PLANS.pop(next(iter(_PLANS)))
-        hit = _PLANS[key] = (plan, cm, cd)
+        with _PLANS_LOCK:  # eviction and insertion by one thread at a time: no KeyError from a shared eviction
+            while len(_PLANS) >= _PLANS_MAX:
+                _PLANS.pop(next(iter(_PLANS)), None)
+            hit = _PLANS.setdefault(key, (plan, cm, cd))
     return hit[0]
 
 
@@ -362,6 +372,18 @@ def estimate(model: ModelLike, quant: str, device: DeviceLike, prompt_tokens: in
     context+prompt+gen, summed in closed form. ``draft_model`` with ``draft_tokens`` (γ) and ``acceptance`` (α)
     turns on speculative decoding.
     """
+    where = "estimate"
+    _v.instance(model, (str, Model), "model", where, "a catalogue id or a Model")
+    _v.instance(device, (str, Device, _core.Device), "device", where, "a device id or a Device")
+    _v.text(quant, "quant", where)
+    _v.text(kv_dtype, "kv_dtype", where)
+    _v.text(engine, "engine", where)
+    flash_attention = _v.flag(flash_attention, "flash_attention", where)
+    for name, value in (("batch", batch), ("prompt_tokens", prompt_tokens), ("gen_tokens", gen_tokens),
+                        ("context_tokens", context_tokens), ("draft_tokens", draft_tokens), ("acceptance", acceptance)):
+        _v.number(value, name, where)
+    _v.number(ubatch_tokens, "ubatch_tokens", where, allow_none=True)
+    tensor_parallel = _v.whole(tensor_parallel, "tensor_parallel", where, 1, 1024)
     m = _lookup_model(model)
     dev = _device(device)
     ub = 0.0 if ubatch_tokens is None else ubatch_tokens

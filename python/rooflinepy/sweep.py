@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import (TYPE_CHECKING, Any, Callable, Dict, Hashable, Iterable, List, Mapping, Optional, Sequence, Tuple,
-                    TypeVar)
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Hashable, Iterable, Iterator, List, Mapping, Optional, Sequence,
+                    Tuple, TypeVar)
 
 from . import _core
 from ._device import Device
@@ -26,7 +26,18 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-__all__ = ["sweep", "max_batch", "cheapest", "pareto", "BatchAnswer"]
+__all__ = ["sweep", "sweep_chunks", "StreamedSweep", "max_batch", "cheapest", "pareto", "BatchAnswer",
+           "MAX_POINTS_IN_MEMORY", "CHUNK_ROWS", "MAX_THREADS"]
+
+MAX_POINTS_IN_MEMORY = 5_000_000
+"""The most points ``rp.sweep`` returns as one DataFrame (about 280 bytes a row: 1.4 GB). A larger sweep is refused
+with a pointer to streaming: ``output=`` writes it to disk in chunks, ``rp.sweep_chunks`` yields the chunks."""
+CHUNK_ROWS = 1_000_000
+"""Rows per chunk of a streamed sweep (``output=`` or ``rp.sweep_chunks``): about 280 MB of columns at a time."""
+MAX_THREADS = 1024
+"""The most worker threads a sweep takes."""
+MAX_AXIS_VALUES = 1_000_000
+"""The most values one axis of the command line's ranges (``-b 1-256x2``) may expand to."""
 
 # Column order of a sweep's DataFrame: the configuration, then the estimate's fields in rp.Estimate's order.
 _CONFIG = ["model", "quant", "device", "engine", "kv_dtype", "flash_attention", "tensor_parallel", "ubatch_tokens"]
@@ -77,6 +88,31 @@ def _tp(t: Any) -> int:
     return int(t)
 
 
+def _typed(v: Any, types: Any, what: str, allowed: str) -> Any:
+    if not isinstance(v, types):
+        raise TypeError(f"sweep: '{what}' values must be {allowed}, got {v!r} ({type(v).__name__})")
+    return v
+
+
+def _threads(threads: Any) -> int:
+    """The core's thread argument: 0 for None (every core), else a whole number within [1, MAX_THREADS]."""
+    if threads is None:
+        return 0
+    if isinstance(threads, bool) or not isinstance(threads, int):
+        raise TypeError(f"sweep: threads must be a whole number within [1, {MAX_THREADS}] or None, got {threads!r}")
+    if not 1 <= threads <= MAX_THREADS:
+        raise ValueError(f"sweep: threads must be within [1, {MAX_THREADS}] (or None for every core), got {threads}")
+    return threads
+
+
+def _flag(v: Any, what: str) -> int:
+    """A yes/no axis value: True/False (numpy's too) or 1/0; a string such as 'false' is refused, not read as true."""
+    if isinstance(v, (bool, int)) or type(v).__name__ in ("bool_", "bool"):
+        if v in (0, 1):
+            return 1 if v else 0
+    raise TypeError(f"sweep: '{what}' values must be True or False, got {v!r}")
+
+
 def _engine_name(name: str) -> str:
     for e in _core.engine_names():
         if e.lower() == str(name).lower():
@@ -97,12 +133,15 @@ class _Axes:
 
     def __init__(self, models: Any, quants: Any, devices: Any, engine: Any, kv_dtype: Any, flash_attention: Any,
                  tensor_parallel: Any) -> None:
-        self.models = _unique([_model(m) for m in _list(models, "models")], lambda m: m.id)
-        self.quants = _unique([str(q) for q in _list(quants, "quants")], lambda q: q)
-        self.devices = _unique([_device(d) for d in _list(devices, "devices")], lambda d: d.id)
-        self.engines = _unique([_engine_name(e) for e in _list(engine, "engine")], lambda e: e)
-        self.kv_dtypes = _unique([str(k) for k in _list(kv_dtype, "kv_dtype")], lambda k: k)
-        self.flash = _unique([1 if bool(f) else 0 for f in _list(flash_attention, "flash_attention")], lambda f: f)
+        self.models = _unique([_model(_typed(m, (str, Model), "models", "model ids or Models"))
+                               for m in _list(models, "models")], lambda m: m.id)
+        self.quants = _unique([_typed(q, str, "quants", "names") for q in _list(quants, "quants")], lambda q: q)
+        self.devices = _unique([_device(_typed(d, (str, Device), "devices", "device ids or Devices"))
+                                for d in _list(devices, "devices")], lambda d: d.id)
+        self.engines = _unique([_engine_name(_typed(e, str, "engine", "names")) for e in _list(engine, "engine")],
+                               lambda e: e)
+        self.kv_dtypes = _unique([_typed(k, str, "kv_dtype", "names") for k in _list(kv_dtype, "kv_dtype")], lambda k: k)
+        self.flash = _unique([_flag(f, "flash_attention") for f in _list(flash_attention, "flash_attention")], lambda f: f)
         tps = [_tp(t) for t in _list(tensor_parallel, "tensor_parallel")]
         self.tps = _unique(tps, lambda t: t)
 
@@ -149,7 +188,8 @@ def _frame(table: Dict[str, Any], axes: _Axes) -> pd.DataFrame:
 def sweep(models: Any = None, quants: Any = None, devices: Any = None, batch: Any = 1, prompt_tokens: Any = 512,
           gen_tokens: Any = 128, kv_dtype: Any = "f16", flash_attention: Any = False, engine: Any = "llama.cpp",
           tensor_parallel: Any = 1, *, context_tokens: Any = 0, ubatch_tokens: Any = None, points: Any = None,
-          threads: Optional[int] = None, skip_invalid: bool = False) -> pd.DataFrame:
+          threads: Optional[int] = None, skip_invalid: bool = False, output: Any = None,
+          chunk_rows: int = CHUNK_ROWS) -> Any:
     """Estimate every combination of the arguments (each a value or a list) in the core; one row per point.
 
     Rows are ordered as nested loops over model, quant, device, engine, kv_dtype, flash_attention,
@@ -164,27 +204,198 @@ def sweep(models: Any = None, quants: Any = None, devices: Any = None, batch: An
     ubatch_tokens (the other arguments are their defaults); rows keep the points' order and the index is each
     point's position.
 
-    ``threads``: worker threads (default every core); the values do not depend on it. ``skip_invalid``: leave out
-    configurations the core cannot estimate (tensor_parallel not dividing the heads, no interconnect, ...) and list
-    them in ``df.attrs["skipped"]`` instead of raising the first one's error.
+    ``threads``: worker threads (default every core, at most MAX_THREADS); the values do not depend on it.
+    ``skip_invalid``: leave out configurations the core cannot estimate (tensor_parallel not dividing the heads, no
+    interconnect, ...) and list them in ``df.attrs["skipped"]`` instead of raising the first one's error.
+
+    At most MAX_POINTS_IN_MEMORY points come back as a DataFrame. ``output``: stream the sweep to disk instead, in
+    chunks of ``chunk_rows`` rows, in memory bounded by one chunk whatever the number of points: a ``.parquet``
+    file (needs pyarrow: ``pip install 'rooflinepy[parquet]'``), a ``.csv`` file, or a folder (a path ending in
+    ``/`` or an existing folder) of ``part-00000.parquet`` ... files; it returns a :class:`StreamedSweep`.
     """
-    threads_arg = 0 if threads is None else int(threads)
-    if threads_arg < 0:
-        raise ValueError(f"sweep: threads must be >= 1 (or None for every core), got {threads}")
-    if points is not None:
-        return _sweep_points(points, kv_dtype, flash_attention, engine, tensor_parallel, context_tokens, ubatch_tokens,
-                             threads_arg, skip_invalid)
-    for name, value in (("models", models), ("quants", quants), ("devices", devices)):
-        if value is None:
-            raise ValueError(f"sweep: '{name}' is required (or pass points=)")
-    axes = _Axes(models, quants, devices, engine, kv_dtype, flash_attention, tensor_parallel)
-    b = _numbers(_list(batch, "batch"), "batch")
-    p = _numbers(_list(prompt_tokens, "prompt_tokens"), "prompt_tokens")
-    g = _numbers(_list(gen_tokens, "gen_tokens"), "gen_tokens")
-    c = _numbers(_list(context_tokens, "context_tokens"), "context_tokens")
-    u = _numbers(_list(0 if ubatch_tokens is None else ubatch_tokens, "ubatch_tokens"), "ubatch_tokens")
-    table = _core.sweep(*axes.core_args(), b, p, g, threads_arg, bool(skip_invalid), c, u)
-    return _frame(table, axes)
+    grid = _Grid(models, quants, devices, batch, prompt_tokens, gen_tokens, kv_dtype, flash_attention, engine,
+                 tensor_parallel, context_tokens, ubatch_tokens, points)
+    threads_arg = _threads(threads)
+    rows = _chunk_rows(chunk_rows)
+    if output is not None:
+        return _write_stream(grid.chunks(rows, threads_arg, bool(skip_invalid)), output, grid.points)
+    if grid.points > MAX_POINTS_IN_MEMORY:
+        raise ValueError(f"sweep: {grid.points:,} points are more than MAX_POINTS_IN_MEMORY ({MAX_POINTS_IN_MEMORY:,}, "
+                         f"about {MAX_POINTS_IN_MEMORY * 280 / 1e9:.1f} GB as one DataFrame); stream them instead: "
+                         f"rp.sweep(..., output='sweep.parquet') (or .csv, or a folder/), or iterate "
+                         f"rp.sweep_chunks(...)")
+    return grid.frame(threads_arg, bool(skip_invalid))
+
+
+def sweep_chunks(models: Any = None, quants: Any = None, devices: Any = None, batch: Any = 1,
+                 prompt_tokens: Any = 512, gen_tokens: Any = 128, kv_dtype: Any = "f16", flash_attention: Any = False,
+                 engine: Any = "llama.cpp", tensor_parallel: Any = 1, *, context_tokens: Any = 0,
+                 ubatch_tokens: Any = None, points: Any = None, threads: Optional[int] = None,
+                 skip_invalid: bool = False, chunk_rows: int = CHUNK_ROWS) -> Iterator[pd.DataFrame]:
+    """The rows of ``rp.sweep`` (same arguments) as DataFrames of at most ``chunk_rows`` rows, in the same order,
+    estimated one chunk at a time: any number of points in memory bounded by one chunk. Each chunk's categorical
+    columns have the categories of the whole sweep; ``attrs["skipped"]`` lists the chunk's skipped configurations."""
+    grid = _Grid(models, quants, devices, batch, prompt_tokens, gen_tokens, kv_dtype, flash_attention, engine,
+                 tensor_parallel, context_tokens, ubatch_tokens, points)
+    return grid.chunks(_chunk_rows(chunk_rows), _threads(threads), bool(skip_invalid))
+
+
+def _chunk_rows(rows: Any) -> int:
+    if isinstance(rows, bool) or not isinstance(rows, int) or not 1 <= rows <= MAX_POINTS_IN_MEMORY:
+        raise ValueError(f"sweep: chunk_rows must be a whole number within [1, {MAX_POINTS_IN_MEMORY:,}], got {rows!r}")
+    return rows
+
+
+class _Grid:
+    """A sweep's arguments checked once: the axes of the product (or the points), the number of points, and the
+    core calls that estimate them whole or in chunks."""
+
+    def __init__(self, models: Any, quants: Any, devices: Any, batch: Any, prompt_tokens: Any, gen_tokens: Any,
+                 kv_dtype: Any, flash_attention: Any, engine: Any, tensor_parallel: Any, context_tokens: Any,
+                 ubatch_tokens: Any, points: Any) -> None:
+        self.point_frame: Any = None
+        self.defaults = (kv_dtype, flash_attention, engine, tensor_parallel, context_tokens, ubatch_tokens)
+        if points is not None:
+            import pandas as pd
+
+            self.point_frame = points if isinstance(points, pd.DataFrame) else pd.DataFrame(list(points))
+            self.points = len(self.point_frame)
+            return
+        for name, value in (("models", models), ("quants", quants), ("devices", devices)):
+            if value is None:
+                raise ValueError(f"sweep: '{name}' is required (or pass points=)")
+        self.axes = _Axes(models, quants, devices, engine, kv_dtype, flash_attention, tensor_parallel)
+        self.b = _numbers(_list(batch, "batch"), "batch")
+        self.p = _numbers(_list(prompt_tokens, "prompt_tokens"), "prompt_tokens")
+        self.g = _numbers(_list(gen_tokens, "gen_tokens"), "gen_tokens")
+        self.c = _numbers(_list(context_tokens, "context_tokens"), "context_tokens")
+        self.u = _numbers(_list(0 if ubatch_tokens is None else ubatch_tokens, "ubatch_tokens"), "ubatch_tokens")
+        self.points = math.prod(len(v) for v in self._lists())
+
+    def _lists(self) -> List[List[Any]]:
+        """The axes in row order (the last fastest)."""
+        a = self.axes
+        return [a.models, a.quants, a.devices, a.engines, a.kv_dtypes, a.flash, a.tps, self.u, self.c, self.p, self.g,
+                self.b]
+
+    def _call(self, lists: List[List[Any]], threads: int, skip: bool) -> pd.DataFrame:
+        models, quants, devices, engines, kvs, flash, tps, u, c, p, g, b = lists
+        axes = _Axes.resolved(models, quants, devices, engines, kvs, flash, tps)
+        table = _core.sweep(*axes.core_args(), b, p, g, threads, skip, c, u)
+        return _frame(table, axes)
+
+    def frame(self, threads: int, skip: bool) -> pd.DataFrame:
+        if self.point_frame is not None:
+            return _sweep_points(self.point_frame, *self.defaults, threads, skip)
+        return self._call(self._lists(), threads, skip)
+
+    def chunks(self, rows: int, threads: int, skip: bool) -> Iterator[pd.DataFrame]:
+        if self.point_frame is not None:
+            for start in range(0, max(self.points, 1), rows):
+                df = _sweep_points(self.point_frame.iloc[start:start + rows], *self.defaults, threads, skip)
+                if df.index.name is not None:
+                    df.index = df.index + start  # each point's position in the whole list
+                yield df
+            return
+        lists = self._lists()
+        full = self.axes.categories()
+        # the outer axes taken one value at a time until what is left fits a chunk; axis k sliced into runs
+        k, inner = len(lists), 1
+        while k > 0 and inner * len(lists[k - 1]) <= rows:
+            k -= 1
+            inner *= len(lists[k])
+        # lists[k:] multiply to inner <= rows: axis k - 1 (if any) is sliced into runs of rows // inner values
+        if k == 0:
+            yield self._relabel(self._call(lists, threads, skip), full)
+            return
+        split = k - 1
+        run = max(1, rows // inner)
+        import itertools
+
+        for outer in itertools.product(*[range(len(v)) for v in lists[:split]]):
+            for start in range(0, len(lists[split]), run):
+                sub = [[lists[i][j]] for i, j in enumerate(outer)] + [lists[split][start:start + run]] + lists[split + 1:]
+                yield self._relabel(self._call(sub, threads, skip), full)
+
+    @staticmethod
+    def _relabel(df: pd.DataFrame, full: Dict[str, List[str]]) -> pd.DataFrame:
+        """A chunk's categorical columns recoded onto the whole sweep's categories (the same in every chunk)."""
+        import numpy as np
+        import pandas as pd
+
+        for name, cats in full.items():
+            col = df[name]
+            where = {c: i for i, c in enumerate(cats)}
+            mapping = np.asarray([where[c] for c in col.cat.categories], dtype=np.int32)
+            df[name] = pd.Categorical.from_codes(mapping[col.cat.codes.to_numpy()], categories=cats)
+        return df
+
+
+@dataclass
+class StreamedSweep:
+    """What ``rp.sweep(..., output=...)`` wrote: the path, its format, the rows and chunks written, the
+    configurations skipped (``skip_invalid``) and the largest chunk held in memory."""
+
+    path: str
+    format: str
+    rows: int
+    chunks: int
+    skipped: List[str] = field(default_factory=list)
+    largest_chunk_rows: int = 0
+
+
+def _write_stream(chunks: Iterator[pd.DataFrame], output: Any, expected: int) -> StreamedSweep:
+    """Write the chunks to ``output`` (.parquet, .csv or a folder of parquet parts), one chunk in memory at a time."""
+    import os
+
+    if not isinstance(output, (str, os.PathLike)):
+        raise TypeError(f"sweep: output must be a path (str or os.PathLike), got {output!r}")
+    path = os.fspath(output)
+    if "\0" in path:
+        raise ValueError(f"sweep: output path {path!r} contains a NUL character")
+    lower = path.lower()
+    folder = path.endswith(("/", os.sep)) or os.path.isdir(path)
+    kind = "parquet-folder" if folder else "parquet" if lower.endswith((".parquet", ".pq")) else \
+        "csv" if lower.endswith(".csv") else ""
+    if not kind:
+        raise ValueError(f"sweep: output '{path}' must end in .parquet, .csv or '/' (a folder of parquet parts)")
+    if kind != "csv":
+        try:
+            import pyarrow
+            import pyarrow.parquet as pq
+        except ImportError:
+            raise ValueError(f"sweep: writing '{path}' as parquet needs pyarrow (pip install 'rooflinepy[parquet]'); or "
+                             f"write CSV instead: output='{path.rstrip('/').rsplit('.', 1)[0]}.csv'") from None
+    result = StreamedSweep(path, kind, 0, 0)
+    writer: Any = None
+    try:
+        if folder:
+            os.makedirs(path, exist_ok=True)
+        for df in chunks:
+            index = df.index.name is not None
+            if kind == "csv":
+                df.to_csv(path, mode="w" if result.chunks == 0 else "a", header=result.chunks == 0, index=index)
+            else:
+                table = pyarrow.Table.from_pandas(df, preserve_index=index)
+                if folder:
+                    pq.write_table(table, os.path.join(path, f"part-{result.chunks:05d}.parquet"))
+                else:
+                    if writer is None:
+                        writer = pq.ParquetWriter(path, table.schema)
+                    writer.write_table(table)
+            result.rows += len(df)
+            result.chunks += 1
+            result.largest_chunk_rows = max(result.largest_chunk_rows, len(df))
+            result.skipped += [x for x in df.attrs.get("skipped", []) if x not in result.skipped]
+    except OSError as e:
+        raise ValueError(f"sweep: cannot write output '{path}': {e.strerror or e}") from None
+    finally:
+        if writer is not None:
+            try:
+                writer.close()
+            except OSError as e:
+                raise ValueError(f"sweep: cannot write output '{path}': {e.strerror or e}") from None
+    return result
 
 
 def _sweep_points(points: Any, kv_dtype: Any, flash_attention: Any, engine: Any, tensor_parallel: Any,
@@ -207,7 +418,7 @@ def _sweep_points(points: Any, kv_dtype: Any, flash_attention: Any, engine: Any,
     raw = {"model": column("model", None), "quant": [str(q) for q in column("quant", None)],
            "device": column("device", None), "engine": [_engine_name(e) for e in column("engine", engine)],
            "kv_dtype": [str(k) for k in column("kv_dtype", kv_dtype)],
-           "flash": [1 if bool(f) else 0 for f in column("flash_attention", flash_attention)],
+           "flash": [_flag(f, "flash_attention") for f in column("flash_attention", flash_attention)],
            "tp": column("tensor_parallel", tensor_parallel),
            "ubatch": [0.0 if x is None else float(x) for x in column("ubatch_tokens", ubatch_tokens)],
            "context": column("context_tokens", context_tokens)}
@@ -417,19 +628,27 @@ def _cli_numbers(text: str, what: str) -> List[float]:
                     hi_text, factor_text = hi_text.split("x", 1)
                     factor = float(factor_text)
                 lo, hi = float(lo_text), float(hi_text)
+                if not (math.isfinite(lo) and math.isfinite(hi)) or hi < lo:
+                    raise ValueError
                 if factor is not None:
-                    if factor <= 1 or lo <= 0:
+                    if not (math.isfinite(factor) and factor > 1) or lo <= 0:
                         raise ValueError
-                    v = lo
-                    while v <= hi:
-                        out.append(v)
-                        v *= factor
+                    count = math.floor(math.log(hi / lo) / math.log(factor) + 1e-9) + 1  # A·K^i <= B
+                    if len(out) + count > MAX_AXIS_VALUES:
+                        raise OverflowError(count)
+                    out.extend(lo * factor**i for i in range(count))
                 else:
-                    if hi - lo > 1e7:
-                        raise ValueError
+                    if len(out) + (int(hi) - int(lo) + 1) > MAX_AXIS_VALUES:
+                        raise OverflowError(int(hi) - int(lo) + 1)
                     out.extend(float(v) for v in range(int(lo), int(hi) + 1))
             else:
-                out.append(float(item))
+                v = float(item)
+                if not math.isfinite(v):
+                    raise ValueError
+                out.append(v)
+        except OverflowError as e:
+            raise ValueError(f"{what}: '{item}' expands to {e.args[0]:,} values (with the others of the list); at most "
+                             f"{MAX_AXIS_VALUES:,} per list") from None
         except ValueError:
             raise ValueError(f"{what} must be comma-separated numbers or ranges A-B (every whole number) or A-BxK "
                              f"(A, A·K, A·K², ... up to B), got '{item}'") from None
@@ -442,26 +661,6 @@ def _cli_names(text: str) -> List[str]:
     return [v.strip() for v in str(text).split(",") if v.strip()]
 
 
-def _cli_write(df: pd.DataFrame, path: str) -> str:
-    lower = path.lower()
-    try:
-        if lower.endswith((".parquet", ".pq")):
-            try:
-                import pyarrow  # noqa: F401
-            except ImportError:
-                raise ValueError(f"writing '{path}' as parquet needs pyarrow (pip install 'rooflinepy[parquet]'); or write CSV "
-                                 f"instead: -o {path.rsplit('.', 1)[0]}.csv") from None
-            df.to_parquet(path, index=df.index.name is not None)
-            return "parquet"
-        if lower.endswith((".csv", ".csv.gz", ".csv.bz2", ".csv.xz", ".csv.zst")):
-            df.to_csv(path, index=df.index.name is not None)
-            return "csv"
-    except OSError as e:
-        raise ValueError(f"cannot write '{path}': {e.strerror or e}") from None
-    raise ValueError(f"-o/--output '{path}' must end in .parquet (needs pyarrow) or .csv (also .csv.gz, .csv.bz2, "
-                     f".csv.xz)")
-
-
 def _cli_sweep(args: argparse.Namespace) -> int:
     import sys
     import time
@@ -472,35 +671,40 @@ def _cli_sweep(args: argparse.Namespace) -> int:
     flash = {"off": [False], "on": [True], "both": [False, True]}[args.flash_attn]
     import pandas  # noqa: F401 - imported, the catalogue and the database loaded, before the clock starts
 
+    if args.rows < 0:
+        raise ValueError(f"--rows must be >= 0, got {args.rows}")
     models = [_model(m) for m in _cli_names(args.models)]
     devs = [_device(d) for d in names]
+    kwargs: Dict[str, Any] = dict(
+        models=models, quants=_cli_names(args.quants), devices=devs,
+        batch=_cli_numbers(args.batch, "-b/--batch"), prompt_tokens=_cli_numbers(args.prompt, "-p/--n-prompt"),
+        gen_tokens=_cli_numbers(args.gen, "-n/--n-gen"), kv_dtype=_cli_names(args.kv_dtype),
+        flash_attention=flash, engine=_cli_names(args.engine),
+        tensor_parallel=[int(v) for v in _cli_numbers(args.tensor_parallel, "-tp/--tensor-parallel")],
+        context_tokens=_cli_numbers(args.context, "--context"),
+        ubatch_tokens=_cli_numbers(args.ubatch, "--ubatch") if args.ubatch else None,
+        threads=args.threads, skip_invalid=args.skip_invalid)
     t0 = time.perf_counter()
-    df = sweep(models=models, quants=_cli_names(args.quants), devices=devs,
-               batch=_cli_numbers(args.batch, "-b/--batch"), prompt_tokens=_cli_numbers(args.prompt, "-p/--n-prompt"),
-               gen_tokens=_cli_numbers(args.gen, "-n/--n-gen"), kv_dtype=_cli_names(args.kv_dtype),
-               flash_attention=flash, engine=_cli_names(args.engine),
-               tensor_parallel=[int(v) for v in _cli_numbers(args.tensor_parallel, "-tp/--tensor-parallel")],
-               context_tokens=_cli_numbers(args.context, "--context"),
-               ubatch_tokens=_cli_numbers(args.ubatch, "--ubatch") if args.ubatch else None,
-               threads=args.threads, skip_invalid=args.skip_invalid)
+    if args.output:  # streamed: any number of points, one chunk in memory
+        res = sweep(**kwargs, output=args.output)
+        seconds = time.perf_counter() - t0
+        for s in res.skipped:
+            print(f"rooflinepy: skipped {s}", file=sys.stderr)
+        if args.json:
+            import json
+
+            print(json.dumps({"output": res.path, "format": res.format, "rows": res.rows, "chunks": res.chunks,
+                              "seconds": seconds, "skipped": res.skipped}, indent=2))
+        else:
+            print(f"{res.rows} estimates in {seconds:.3f} s, {res.rows / seconds if seconds > 0 else 0:,.0f} "
+                  f"estimates/s; wrote {res.path} ({res.format}, {res.chunks} chunk(s))")
+        return 0
+    df = sweep(**kwargs)
     seconds = time.perf_counter() - t0
     summary = (f"{len(df)} estimates ({df.attrs['plans']} configurations) in {seconds:.3f} s, "
                f"{len(df) / seconds if seconds > 0 else 0:,.0f} estimates/s")
     for s in df.attrs["skipped"]:
         print(f"rooflinepy: skipped {s}", file=sys.stderr)
-    if args.rows < 0:
-        raise ValueError(f"--rows must be >= 0, got {args.rows}")
-    if args.output:
-        kind = _cli_write(df, args.output)
-        if args.json:
-            import json
-
-            print(json.dumps({"output": args.output, "format": kind, "rows": len(df), "columns": list(df.columns),
-                              "configurations": df.attrs["plans"], "seconds": seconds,
-                              "skipped": list(df.attrs["skipped"])}, indent=2))
-        else:
-            print(f"{summary}; wrote {args.output} ({kind}, {df.shape[1]} columns)")
-        return 0
     # the configuration columns that vary, so that no two printed rows look alike
     varying = [c for c in ("engine", "kv_dtype", "flash_attention", "tensor_parallel", "ubatch_tokens", "context_tokens")
                if c in df.columns and df[c].nunique() > 1]

@@ -8,6 +8,7 @@ message on stderr and no traceback. A batch that does not fit in memory is an an
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import math
 import os
@@ -340,6 +341,8 @@ def kv(key, vtype, value) -> bytes:
         return out + struct.pack("<f", value)
     if vtype == STRING:
         return out + gstr(value)
+    if vtype == ARRAY:  # of uint32
+        return out + struct.pack("<IQ", U32, len(value)) + b"".join(struct.pack("<I", v) for v in value)
     raise ValueError(vtype)
 
 
@@ -431,8 +434,147 @@ case("GGUF projection that is not a matrix", ValueError, "'blk.0.attn_q.weight'"
     gguf_file(gguf_bytes(tensors=[t if t[0] != "blk.0.attn_q.weight" else (t[0], [64], 1) for t in LLAMA_TENSORS])))
 case("GGUF heads not dividing the width", ValueError, "head_dim must be a whole number", "hidden_size 64")(
     gguf_file(gguf_bytes(kvs=LLAMA_KV[:3] + [("llama.attention.head_count", U32, 3)] + LLAMA_KV[4:])))
+# GGUF metadata against the tensors it describes (per-layer arrays as arrays, counts, shapes)
+def _with_kv(key, vtype, value):
+    return [k for k in LLAMA_KV if k[0] != key] + [(key, vtype, value)]
+
+
+def _with_tensor(name, shape):
+    return [t if t[0] != name else (name, shape, t[2]) for t in LLAMA_TENSORS]
+
+
+TWO_LAYERS = [t for t in LLAMA_TENSORS] + [(n.replace("blk.0", "blk.1"), sh, ty) for n, sh, ty in LLAMA_TENSORS
+                                           if n.startswith("blk.0")]
+case("GGUF per-layer KV heads that differ", ValueError, "'llama.attention.head_count_kv' differs between layers",
+     "layer 0: 2, layer 1: 1", "not supported")(
+    gguf_file(gguf_bytes(kvs=_with_kv("llama.block_count", U32, 2) + [("llama.attention.head_count_kv", ARRAY, [2, 1])],
+                         tensors=TWO_LAYERS)))
+case("GGUF per-layer array of the wrong length", ValueError, "'llama.feed_forward_length' is an array of 3 values",
+     "one per layer", "block_count 1")(gguf_file(gguf_bytes(kvs=_with_kv("llama.feed_forward_length", ARRAY, [128] * 3))))
+case("GGUF block_count beyond its tensors", ValueError, "llama.block_count is 9999", "no tensor belongs to layer 1",
+     "blk.1.*")(gguf_file(gguf_bytes(kvs=_with_kv("llama.block_count", U32, 9999))))
+case("GGUF tensor beyond block_count", ValueError, "'blk.1.attn_q.weight' belongs to layer 1", "block_count is 1")(
+    gguf_file(gguf_bytes(tensors=LLAMA_TENSORS + [("blk.1.attn_q.weight", [64, 64], 1)])))
+case("GGUF tensor with a zero dimension", ValueError, "'blk.0.attn_q.weight' has shape [64, 0]",
+     "every dimension must be at least 1")(gguf_file(gguf_bytes(tensors=_with_tensor("blk.0.attn_q.weight", [64, 0]))))
+case("GGUF FFN wider than feed_forward_length", ValueError, "'blk.0.ffn_up.weight' has shape [64, 256]",
+     "dimension 1 must be 128", "llama.feed_forward_length 128")(
+    gguf_file(gguf_bytes(tensors=_with_tensor("blk.0.ffn_up.weight", [64, 256]))))
+case("GGUF projection of the wrong width", ValueError, "'blk.0.attn_q.weight' has shape [32, 64]",
+     "dimension 0 must be 64", "llama.embedding_length 64")(
+    gguf_file(gguf_bytes(tensors=_with_tensor("blk.0.attn_q.weight", [32, 64]))))
 case("GGUF file missing", FileNotFoundError, "absent.gguf")(lambda t: rp.Model.from_gguf(t / "absent.gguf"))
 case("GGUF path is a folder", FileNotFoundError, "is a directory")(lambda t: rp.Model.from_gguf(t))
+
+
+# ---- the review's categories ("Robustness, second round"): each fixed at its root, several cases each -------------
+NVIDIA_PROFILE = {"schema_version": 1, "kind": "rooflinepy-calibration-profile", "date": "2025-06-01T12:00:00Z",
+                  "tool": {"name": "roofline-calibrate-cuda", "version": "0.1.0"},
+                  "device": {"name": "NVIDIA H100 80GB HBM3", "vendor": "nvidia", "kind": "gpu"},
+                  "measurements": [{"ceiling": "bandwidth", "level": "dram", "kernel": "copy_v4", "repetitions": 20,
+                                    "si_unit": "B/s", "min": 2.9e12, "median": 3.0e12, "max": 3.05e12,
+                                    "verified": True}]}
+SMALL_CFG = {"model_type": "llama", "hidden_size": 1024, "intermediate_size": 4096, "num_hidden_layers": 2,
+             "num_attention_heads": 8, "vocab_size": 1000}
+SWEEP_BASE = dict(models=["qwen3-4b"], quants=["Q4_0"], devices=["rtx-4090"])
+
+
+def tg(tokens_per_s):
+    return [{"model": "llama-2-7b", "quant": "Q8_0", "test": "tg128", "tokens_per_s": tokens_per_s}]
+
+
+# hangs and unbounded memory: every size bounded by a named limit, checked before the work or the allocation
+case("calibration threads beyond the host", ValueError, "threads must be within [1,", "per CPU", "100000")(
+    lambda t: rp.calibration.time_eigen("gemv", 1, 64, 64, threads=100000))
+case("calibrate_cpu threads beyond the host", ValueError, "threads must be within", "100000")(
+    lambda t: rp.calibration.calibrate_cpu(quick=True, threads=100000))
+case("time_eigen operands beyond memory", ValueError, "run_gemm", "would take 1.2e+04 GB", "half this host's memory")(
+    lambda t: rp.calibration.time_eigen("gemm", 10**6, 10**6, 10**6))
+case("time_eigen repetitions without end", ValueError, "repetitions must be within [1, 100000]", "1000000000")(
+    lambda t: rp.calibration.time_eigen("gemv", 1, 64, 64, repetitions=10**9))
+case("sweep beyond memory", ValueError, "1,000,000,000 points", "MAX_POINTS_IN_MEMORY", "output=", "sweep_chunks")(
+    lambda t: rp.sweep(**SWEEP_BASE, batch=list(range(1, 100001)), prompt_tokens=list(range(1, 10001))))
+case("sweep chunk of no rows", ValueError, "chunk_rows must be a whole number within [1, 5,000,000]", "-1")(
+    lambda t: list(rp.sweep_chunks(**SWEEP_BASE, chunk_rows=-1)))
+case("sweep threads 2**40", ValueError, "threads must be within [1, 1024]", "1099511627776")(
+    lambda t: rp.sweep(**SWEEP_BASE, threads=2**40))
+# silent wrong answers: refused, each naming what was wrong
+case("sweep flash_attention as a string", TypeError, "'flash_attention' values must be True or False", "'false'")(
+    lambda t: rp.sweep(**SWEEP_BASE, flash_attention="false"))
+case("estimate flash_attention as a string", TypeError, "flash_attention must be True or False", "'false'")(
+    lambda t: rp.estimate("qwen3-4b", "Q4_0", "rtx-4090", flash_attention="false"))
+case("measurement of 1e300 tok/s", ValueError, "tokens_per_s 1e+300", "pure roofline", "at most 1.5x")(
+    lambda t: rp.calibrate_from_measurements("m1-max-32c", tg(1e300)))
+case("measurement 20,000x the roofline", ValueError, "tokens_per_s 1e+06", "1.77e+04x the pure roofline")(
+    lambda t: rp.calibrate_from_measurements("m1-max-32c", tg(1e6)))
+case("HF head_dim as a string", ValueError, "field 'head_dim' must be a number", '"256"')(
+    lambda t: rp.Model.from_hf_config({**SMALL_CFG, "head_dim": "256"}))
+case("HF sliding_window as a string", ValueError, "field 'sliding_window' must be a number", '"4096"')(
+    lambda t: rp.Model.from_hf_config({**SMALL_CFG, "model_type": "mistral", "sliding_window": "4096"}))
+case("NUL in a GGUF path", ValueError, "from_gguf: path", "contains a NUL character")(
+    lambda t: rp.Model.from_gguf(str(t / "m.gguf") + "\0junk"))
+case("NUL in a config path", ValueError, "from_hf_config: config", "NUL character")(
+    lambda t: rp.Model.from_hf_config(str(t / "c.json") + "\0junk"))
+case("NUL in a device path", ValueError, "load_device: path", "NUL character")(
+    lambda t: rp.load_device(str(t / "d.json") + "\0junk"))
+case("NUL in a profile path", ValueError, "load_profile: profile", "NUL character")(
+    lambda t: rp.calibration.load_profile(str(t / "p.json") + "\0junk"))
+case("NUL in a path the core opens", ValueError, "contains a NUL character (at byte", "file name cannot hold one")(
+    lambda t: rp._core.read_gguf(str(t / "m.gguf") + "\0junk"))
+case("NVIDIA profile on an Apple device", ValueError, "field 'device.vendor' is 'nvidia'", "made by 'apple'")(
+    lambda t: rp.device("m4-pro").calibrated(NVIDIA_PROFILE))
+case("NVIDIA profile on an AMD device", ValueError, "'device.vendor' is 'nvidia'", "made by 'amd'")(
+    lambda t: rp.calibration.calibrated("mi300x", NVIDIA_PROFILE))
+# unclear errors: the parameter named, no signature dump
+case("estimate batch None", TypeError, "estimate: batch must be a number, got None")(
+    lambda t: rp.estimate("qwen3-4b", "Q4_0", "rtx-4090", batch=None))
+case("estimate device 42", TypeError, "estimate: device must be a device id or a Device, got 42")(
+    lambda t: rp.estimate("qwen3-4b", "Q4_0", 42))
+case("estimate tensor_parallel as a string", TypeError, "tensor_parallel must be a number", "'2'")(
+    lambda t: rp.estimate("qwen3-4b", "Q4_0", "rtx-4090", tensor_parallel="2"))
+case("sweep devices [5]", TypeError, "'devices' values must be device ids or Devices, got 5")(
+    lambda t: rp.sweep(**{**SWEEP_BASE, "devices": [5]}))
+case("evaluate a string op", TypeError, "op must be an OpCost", "'gemm'")(lambda t: rp.evaluate("gemm", "a100"))
+case("device 42", TypeError, "device must be a device id (str) or a Device, got 42")(lambda t: rp.device(42))
+case("config nested too deeply", ValueError, "nested too deeply")(
+    lambda t: rp.Model.from_hf_config({**SMALL_CFG, "x": functools.reduce(lambda a, _: [a], range(100000), [])}))
+case("gemv of negative rows", ValueError, "gemv n must be a whole number >= 0", "-1")(lambda t: rp.ops.gemv(-1, 5))
+case("explore batch 0", ValueError, "explore: batch must be an integer in [1, 65536]", "0")(
+    lambda t: rp.explore(figure=False, batch=0))
+# every other public function with a bad argument, so that each appears here at least once
+case("format_info unknown", KeyError, "unknown storage format 'Q9_K'", "did you mean")(lambda t: rp.format_info("Q9_K"))
+case("kv_cache_bytes negative batch", ValueError, "batch must be a whole number >= 0", "-1")(
+    lambda t: rp.kv_cache_bytes("llama-3.1-8b", context=10, batch=-1))
+case("kv_cache_bytes_read negative context", ValueError, "must be", "-5")(
+    lambda t: rp.kv_cache_bytes_read("llama-3.1-8b", -5))
+case("max_batch negative tpot", ValueError, "tpot_ms must be a number of milliseconds > 0", "-1")(
+    lambda t: rp.max_batch(model="llama-3.1-8b", quant="Q4_0", device="h100-sxm", tpot_ms=-1))
+case("cheapest negative target", ValueError, "target_tokens_per_s must be a number > 0", "-5")(
+    lambda t: rp.cheapest(model="llama-3.1-8b", quant="Q4_0", target_tokens_per_s=-5, devices=["h100-sxm"],
+                          price_per_hour={"h100-sxm": 2}))
+case("pareto unknown column", KeyError, "pareto: no column 'nope'", "columns: a")(
+    lambda t: rp.pareto(__import__("pandas").DataFrame({"a": [1]}), x="nope"))
+case("parse_profile not JSON", ValueError, "x.json: not valid JSON")(lambda t: rp.calibration.parse_profile("{", "x.json"))
+case("device_from_profile without schema", ValueError, "field 'schema_version' is required")(
+    lambda t: rp.calibration.device_from_profile({"kind": "x"}))
+case("report of a number", TypeError, "profile must be a path", "42")(lambda t: rp.calibration.report(42))
+case("plot roofline without devices", ValueError, "roofline needs at least one device")(
+    lambda t: rp.plot.roofline([], None))
+case("plot ridge_shift unknown device", KeyError, "unknown device 'h999'")(lambda t: rp.plot.ridge_shift(["h999"]))
+case("plot tokens_per_second unknown model", KeyError, "unknown model 'nope'")(
+    lambda t: rp.plot.tokens_per_second(model="nope"))
+case("plot attention_io negative length", ValueError, "seq_q must be a whole number >= 0", "-5")(
+    lambda t: rp.plot.attention_io(seq_lens=[-5]))
+case("plot kv_cache negative context", ValueError, "-1")(lambda t: rp.plot.kv_cache(model="llama-3.1-8b", context=[-1]))
+case("plot batching unknown device", KeyError, "unknown device 'h999'")(
+    lambda t: rp.plot.batching(model="llama-3.1-8b", device="h999"))
+case("plot attainable_flops negative intensity", ValueError, "intensity must be >= 0")(
+    lambda t: rp.plot.attainable_flops("a100", -1.0))
+case("kv_append negative batch", ValueError, "must be a whole number >= 0", "-1")(lambda t: rp.ops.kv_append(-1, 8, 8, 128))
+case("layernorm negative rows", ValueError, "layernorm rows must be a whole number >= 0")(lambda t: rp.ops.layernorm(-1, 5))
+case("rmsnorm negative cols", ValueError, "rmsnorm cols must be a whole number >= 0")(lambda t: rp.ops.rmsnorm(5, -1))
+case("embedding_lookup negative tokens", ValueError, "embedding_lookup tokens must be a whole number >= 0")(
+    lambda t: rp.ops.embedding_lookup(-1, 5))
 
 
 @pytest.mark.parametrize("c", CASES, ids=[c.id for c in CASES])
@@ -447,6 +589,43 @@ def test_bad_input_gets_one_clear_error(c: Case, tmp_path):
 
 def test_the_catalogue_is_large_enough():
     assert len(CASES) + len(CLI_CASES) >= 40
+
+
+def _public_functions():
+    """'rp.name(' of every public function that takes an argument: the package's, rp.calibration's, rp.plot's and
+    rp.ops'."""
+    import inspect
+
+    import rooflinepy.calibration
+    import rooflinepy.ops
+    import rooflinepy.plot
+
+    out = []
+    for mod, prefix, names in ((rp, "rp.", rp.__all__), (rooflinepy.calibration, "rp.calibration.", dir(rooflinepy.calibration)),
+                               (rooflinepy.plot, "rp.plot.", rooflinepy.plot.__all__),
+                               (rooflinepy.ops, "rp.ops.", dir(rooflinepy.ops))):
+        for name in names:
+            f = getattr(mod, name)
+            if name.startswith("_") or not inspect.isfunction(f):
+                continue
+            if mod is not rp and f.__module__ != mod.__name__:
+                continue  # imported there, not defined
+            if not inspect.signature(f).parameters:
+                continue  # nothing to get wrong
+            out.append(f"{prefix}{name}(")
+    return out
+
+
+def test_every_public_function_and_cli_subcommand_is_in_the_catalogue():
+    source = Path(__file__).read_text()
+    missing = [f for f in _public_functions() if f not in source]
+    assert missing == [], f"add a bad-input case for: {missing}"
+    from rooflinepy.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if a.__class__.__name__ == "_SubParsersAction")
+    commands = set(sub.choices)
+    covered = {c[1][0] for c in CLI_CASES}
+    assert commands - covered == set(), f"add a CLI case for: {sorted(commands - covered)}"
 
 
 # ---- answers, not errors --------------------------------------------------------------------------------------
@@ -521,6 +700,26 @@ CLI_CASES = [
      ["llama-3.2-1b.json", "num_key_value_heads (5) must divide num_attention_heads (32)"]),
     ("bad hardware_db file", ["device", "l4"], bad_hardware_db,
      ["l4.json", "'efficiency.dram_bandwidth_fraction'", "[0.001, 1]"]),
+    # the review's CLI findings, and every other subcommand once
+    ("unknown flag after a command", ["devices", "--bogus"], None, ["unrecognized arguments: --bogus"]),
+    ("unknown flag before the command", ["--bogus"], None, ["unknown option '--bogus'", "the command comes first"]),
+    ("unknown engine name", ["engines", "vlm"], None, ["unknown engine 'vlm'", "did you mean 'mlx'?"]),
+    ("models with a flag it lacks", ["models", "--bogus"], None, ["unrecognized arguments: --bogus"]),
+    ("quants of an unknown model", ["quants", "-m", "nope"], None, ["nope"]),
+    ("validate an unknown fit", ["validate", "--fit", "nope"], None, ["nope"]),
+    ("sweep range without end", ["sweep", "-m", "gpt2", "-q", "fp16", "-d", "l4", "-b", "1-infx2"], None,
+     ["-b/--batch must be comma-separated numbers"]),
+    ("sweep range too long", ["sweep", "-m", "gpt2", "-q", "fp16", "-d", "l4", "-b", "1-100000000x1.0000001"], None,
+     ["expands to 184,206,817 values", "at most 1,000,000"]),
+    ("sweep negative rows", ["sweep", "-m", "gpt2", "-q", "fp16", "-d", "l4", "--rows", "-5"], None,
+     ["--rows must be >= 0, got -5"]),
+    ("plot into a directory", ["plot", "ridge-shift", "-o", "/"], None, ["-o/--output", "is a directory"]),
+    ("plot without a format", ["plot", "ridge-shift", "-o", "/tmp/figure"], None, ["must end in one of", ".png"]),
+    ("calibrate cpu into a directory", ["calibrate", "cpu", "--quick", "-o", "/"], None, ["output '/' is a directory"]),
+    ("calibrate cpu onto a full disk", ["calibrate", "cpu", "--quick", "-o", "/dev/full"], None,
+     ["cannot write output '/dev/full'", "No space left"]),
+    ("estimate past the model's context", ["estimate", "-m", "gpt2", "-dev", "l4", "-p", "2000"], None,
+     ["exceed gpt2's context of 1024 tokens"]),
 ]
 
 

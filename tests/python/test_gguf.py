@@ -191,3 +191,26 @@ def test_garbage_and_wrong_versions(tmp_path, llama):
 def test_missing_file(tmp_path):
     with pytest.raises(FileNotFoundError, match="cannot open"):
         _core.read_gguf(tmp_path / "nope.gguf")
+
+
+def test_layers_of_many_distinct_widths_merge_by_hash_into_the_right_counts(tmp_path):
+    """Layers merge by a hash of their ops (linear in the layers): 60 layers of 25 FFN widths, more distinct
+    layers than the builder remembers whole, still count every layer's FLOPs once."""
+    import importlib.util
+    from pathlib import Path
+
+    import rooflinepy as rp
+
+    spec = importlib.util.spec_from_file_location(
+        "plan_build", Path(__file__).resolve().parents[2] / "benchmarks" / "plan_build.py")
+    plan_build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(plan_build)
+    path = tmp_path / "wide.gguf"
+    plan_build.write_gguf(path, 60, 0, cycle=25)
+    m = rp.Model.from_gguf(path)
+    e = rp.estimate(m, "F16", "rtx-4090", prompt_tokens=8, gen_tokens=4, engine="generic")
+    bd = e.breakdown
+    row = bd[(bd.phase == "decode") & (bd.op == "ffn_up")].iloc[0]
+    H, widths = 64, [32 + (l % 25) for l in range(60)]
+    assert row["count"] == 60 * 4
+    assert row["flops"] == pytest.approx(4 * sum(2 * H * f for f in widths), rel=1e-12)

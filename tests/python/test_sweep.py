@@ -230,3 +230,99 @@ def test_cli_sweep_writes_csv_and_explains_parquet(tmp_path, capsys):
     assert code == 2 and "-b/--batch" in capsys.readouterr().err
     code = main(["sweep", "-m", "gpt2", "-q", "fp16", "-d", "l4", "--rows", "3"])
     assert code == 0 and "gpt2" in capsys.readouterr().out
+
+
+# ---- streamed sweeps ---------------------------------------------------------------------------------------------
+STREAM = dict(models=["qwen3-4b", "llama-3.1-8b"], quants=["Q4_0", "Q8_0"], devices=["rtx-4090", "m4-pro", "a100"],
+              batch=[1, 2, 4, 8, 16], prompt_tokens=[128, 512, 2048], gen_tokens=[64, 256],
+              flash_attention=[False, True])
+
+
+@pytest.fixture(scope="module")
+def stream_ref():
+    return rp.sweep(**STREAM)
+
+
+@pytest.mark.parametrize("chunk_rows", [1, 7, 100, 360, 10**6])
+def test_chunks_are_the_in_memory_sweep_in_order_and_bounded(stream_ref, chunk_rows):
+    parts = list(rp.sweep_chunks(**STREAM, chunk_rows=chunk_rows))
+    assert max(len(p) for p in parts) <= chunk_rows
+    df = pd.concat(parts, ignore_index=True)
+    for col in ("decode_tokens_per_s", "ttft_s", "memory_total", "batch", "flash_attention"):
+        assert df[col].tolist() == stream_ref[col].tolist(), col
+    for col in ("model", "quant", "device"):  # every chunk carries the whole sweep's categories
+        assert all(list(p[col].cat.categories) == list(stream_ref[col].cat.categories) for p in parts)
+        assert df[col].astype(str).tolist() == stream_ref[col].astype(str).tolist()
+
+
+@pytest.mark.parametrize("name", ["s.parquet", "s.csv", "parts/"])
+def test_output_streams_to_parquet_csv_and_a_folder(stream_ref, tmp_path, name):
+    if name != "s.csv":
+        pytest.importorskip("pyarrow")
+    res = rp.sweep(**STREAM, output=f"{tmp_path}/{name}", chunk_rows=100)
+    assert isinstance(res, rp.StreamedSweep)
+    assert res.rows == len(stream_ref) and res.chunks > 1 and res.largest_chunk_rows <= 100
+    if name.endswith("/"):
+        back = pd.concat([pd.read_parquet(p) for p in sorted((tmp_path / name).glob("part-*.parquet"))],
+                         ignore_index=True)
+    elif name.endswith(".csv"):
+        back = pd.read_csv(tmp_path / name)
+    else:
+        back = pd.read_parquet(tmp_path / name)
+    assert back["decode_tokens_per_s"].tolist() == stream_ref["decode_tokens_per_s"].tolist()
+    assert back["device"].astype(str).tolist() == stream_ref["device"].astype(str).tolist()
+
+
+def test_points_stream_keep_their_positions():
+    pts = pd.DataFrame({"model": ["qwen3-4b"] * 5, "quant": ["Q4_0"] * 5, "device": ["rtx-4090"] * 5,
+                        "batch": [1, 2, 3, 4, 5], "prompt_tokens": [128] * 5, "gen_tokens": [64] * 5})
+    parts = list(rp.sweep_chunks(points=pts, chunk_rows=2))
+    assert [list(p.index) for p in parts] == [[0, 1], [2, 3], [4]]
+    assert pd.concat(parts)["decode_tokens_per_s"].tolist() == rp.sweep(points=pts)["decode_tokens_per_s"].tolist()
+
+
+def test_a_sweep_too_large_for_memory_points_to_streaming_before_estimating_anything():
+    with pytest.raises(ValueError) as info:
+        rp.sweep(models=["qwen3-4b"], quants=["Q4_0"], devices=["rtx-4090"], batch=list(range(1, 100001)),
+                 prompt_tokens=list(range(1, 10001)))
+    msg = str(info.value)
+    assert "1,000,000,000 points" in msg and "MAX_POINTS_IN_MEMORY" in msg and "output=" in msg
+    assert "sweep_chunks" in msg
+
+
+@pytest.mark.parametrize("kwargs, exc, words", [
+    ({"output": "/tmp/x.txt"}, ValueError, "must end in .parquet, .csv or '/'"),
+    ({"output": 5}, TypeError, "output must be a path"),
+    ({"output": "/nonexistent-dir/x.csv"}, ValueError, "cannot write output '/nonexistent-dir/x.csv'"),
+    ({"chunk_rows": 0}, ValueError, "chunk_rows must be a whole number"),
+    ({"threads": 2**40}, ValueError, "threads must be within [1, 1024]"),
+    ({"threads": "4"}, TypeError, "threads must be a whole number"),
+    ({"devices": [5]}, TypeError, "'devices' values must be device ids or Devices, got 5"),
+    ({"quants": [None]}, TypeError, "'quants' values must be names"),
+    ({"flash_attention": "false"}, TypeError, "'flash_attention' values must be True or False, got 'false'"),
+])
+def test_bad_sweep_arguments_name_the_parameter(kwargs, exc, words):
+    args = {**dict(models=["qwen3-4b"], quants=["Q4_0"], devices=["rtx-4090"]), **kwargs}
+    with pytest.raises(exc) as info:
+        rp.sweep(**args)
+    assert words in str(info.value)
+
+
+@pytest.mark.parametrize("batch, words", [
+    ("1-infx2", "-b/--batch must be comma-separated numbers"),
+    ("1-100000000x1.0000001", "expands to 184,206,817 values"),
+    ("1-1e9", "at most 1,000,000 per list"),
+    ("nan", "-b/--batch must be"),
+])
+def test_cli_ranges_are_bounded_before_they_are_built(batch, words, capsys):
+    code = main(["sweep", "-m", "gpt2", "-q", "fp16", "-d", "l4", "-b", batch])
+    assert code == 2 and words in capsys.readouterr().err
+
+
+def test_cli_sweep_streams_with_o(tmp_path, capsys):
+    out = tmp_path / "s.csv"
+    assert main(["sweep", "-m", "gpt2", "-q", "fp16", "-d", "l4", "-b", "1-64", "-o", str(out), "--json"]) == 0
+    import json
+
+    info = json.loads(capsys.readouterr().out)
+    assert info["rows"] == 64 and info["format"] == "csv" and len(pd.read_csv(out)) == 64

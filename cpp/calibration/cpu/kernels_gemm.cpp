@@ -1,6 +1,7 @@
 // Eigen GEMM and GEMV, split across the team: each thread runs one Eigen product on its own block (columns of B and
 // C for GEMM, rows of W and y for GEMV). Eigen is built without OpenMP here, so each product is single-threaded and
 // the team is the only parallelism.
+#include <cstdio>
 #include "detail.hpp"
 #include "roofline/errors.hpp"
 
@@ -123,10 +124,34 @@ Eigen::Index check_dim(const char* what, long long v) {
     if (v < 1) throw InvalidArgument(std::string(what) + " must be >= 1, got " + std::to_string(v));
     return static_cast<Eigen::Index>(v);
 }
+void check_runs(int repetitions, int warmup) {
+    if (repetitions < 1 || repetitions > kMaxRepetitions)
+        throw InvalidArgument("repetitions must be within [1, " + std::to_string(kMaxRepetitions) + "], got " +
+                              std::to_string(repetitions));
+    if (warmup < 0 || warmup > kMaxRepetitions)
+        throw InvalidArgument("warmup must be within [0, " + std::to_string(kMaxRepetitions) + "], got " +
+                              std::to_string(warmup));
+}
+void check_operands(const char* op, double elements, DType dtype) {
+    const double bytes = elements * (dtype == DType::fp64 ? 8.0 : 4.0);
+    if (bytes > max_kernel_operand_bytes()) {
+        char msg[200];
+        std::snprintf(msg, sizeof msg, "%s: the operands (m, n, k) would take %.3g GB; at most %.3g GB (half this host's memory) are allowed",
+                      op, bytes / 1e9, max_kernel_operand_bytes() / 1e9);
+        throw InvalidArgument(msg);
+    }
+}
 }  // namespace
+
+double max_kernel_operand_bytes() {
+    const double mem = host_info().memory_bytes;
+    return mem > 0 ? mem / 2 : 64.0 * (1ull << 30);
+}
 
 KernelRun run_gemm(ThreadTeam& team, DType dtype, long long m, long long n, long long k, int repetitions, int warmup) {
     const auto M = check_dim("run_gemm: m", m), N = check_dim("run_gemm: n", n), K = check_dim("run_gemm: k", k);
+    check_runs(repetitions, warmup);
+    check_operands("run_gemm", double(M) * double(K) + double(K) * double(N) + double(M) * double(N), dtype);
     if (dtype == DType::fp32) return gemm_t<float>(team, "eigen_gemm_fp32", M, N, K, repetitions, warmup);
     if (dtype == DType::fp64) return gemm_t<double>(team, "eigen_gemm_fp64", M, N, K, repetitions, warmup);
     throw InvalidArgument("run_gemm: dtype must be fp32 or fp64, got '" + std::string(dtype_name(dtype)) + "'");
@@ -134,6 +159,8 @@ KernelRun run_gemm(ThreadTeam& team, DType dtype, long long m, long long n, long
 
 KernelRun run_gemv(ThreadTeam& team, DType dtype, long long n, long long k, int repetitions, int warmup) {
     const auto N = check_dim("run_gemv: n", n), K = check_dim("run_gemv: k", k);
+    check_runs(repetitions, warmup);
+    check_operands("run_gemv", double(N) * double(K) + double(N) + double(K), dtype);
     if (dtype == DType::fp32) return gemv_t<float>(team, "eigen_gemv_fp32", N, K, repetitions, warmup);
     if (dtype == DType::fp64) return gemv_t<double>(team, "eigen_gemv_fp64", N, K, repetitions, warmup);
     throw InvalidArgument("run_gemv: dtype must be fp32 or fp64, got '" + std::string(dtype_name(dtype)) + "'");

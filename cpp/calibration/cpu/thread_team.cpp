@@ -92,7 +92,12 @@ struct ThreadTeam::Impl {
 };
 
 ThreadTeam::ThreadTeam(int threads, const std::vector<int>& cpus, bool pin) : impl_(std::make_unique<Impl>()) {
-    if (threads < 1) throw InvalidArgument("ThreadTeam: threads must be >= 1, got " + std::to_string(threads));
+    const int cpus_known = std::max<int>({1, static_cast<int>(cpus.size()), static_cast<int>(std::thread::hardware_concurrency())});
+    const int most = kMaxThreadsPerCpu * cpus_known;
+    if (threads < 1 || threads > most)
+        throw InvalidArgument("threads must be within [1, " + std::to_string(most) + "] (at most " +
+                              std::to_string(kMaxThreadsPerCpu) + " per CPU of the " + std::to_string(cpus_known) +
+                              " this process may run on), got " + std::to_string(threads));
     impl_->n = threads;
     const bool can_pin = pin && static_cast<int>(cpus.size()) >= threads;
     bool all_pinned = can_pin;

@@ -29,6 +29,11 @@ struct FitReport {
     int iterations = 0;
 };
 
+/// How far above the pure roofline of its own workload (datasheet ceilings, no overhead) a measured tokens/s may
+/// lie: datasheets round, clocks boost. Above it a measurement is a typo or a different workload, and
+/// calibrate_efficiency refuses it instead of fitting efficiencies that make every estimate wrong.
+inline constexpr double kMaxMeasuredOverRoofline = 1.5;
+
 /// Fit the device's efficiency parameters (achievable DRAM fraction, compute fraction, per-launch overhead)
 /// to measured tokens/s by least squares (Eigen), each point weighted by its relative error, with a weak
 /// pull towards the current values so that parameters the data does not inform stay where they were. Each point's

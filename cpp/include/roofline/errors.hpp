@@ -26,6 +26,10 @@ struct FileError : Error {
     using Error::Error;
 };
 
+/// Throws InvalidArgument when `path` holds a NUL character (the OS would open the file named before it): every
+/// file the core opens is checked with this first.
+void check_path(const std::string& path);
+
 /// "a, b, c"
 std::string join(const std::vector<std::string>& items, std::string_view sep = ", ");
 /// Lower-case ASCII copy.

@@ -8,6 +8,10 @@
 
 namespace roofline {
 
+/// The most layers a model may have (HF num_hidden_layers, GGUF block_count): 10-100x the largest published
+/// model; the readers refuse more before allocating anything per layer.
+inline constexpr int kMaxLayers = 10000;
+
 struct GgufFile;
 
 enum class NormKind { rmsnorm, layernorm };

@@ -34,6 +34,8 @@ OpCost gemm(double m, double n, double k, const Format& a, const Format& b, cons
 }
 
 OpCost gemv(double n, double k, const Format& x, const Format& w, const Format& y) {
+    check_count("gemv n", n);  // named as the caller knows it, before gemm checks them again
+    check_count("gemv k", k);
     OpCost op = gemm(1, n, k, x, w, y, GemmOptions{Unit::vector, 0, 1});
     op.name = "gemv";
     return op;

@@ -50,6 +50,15 @@ private:
     std::unique_ptr<Impl> impl_;
 };
 
+/// The most threads a team may have per CPU the process may run on: more only queue behind each other (a
+/// measurement of minutes that measures nothing), so ThreadTeam refuses them.
+inline constexpr int kMaxThreadsPerCpu = 4;
+/// The most bytes the operands of one timed Eigen kernel (run_gemm, run_gemv) may take: half the host's memory
+/// (64 GiB where it is not known); larger ones are refused before anything is allocated.
+double max_kernel_operand_bytes();
+/// The most repetitions (and warm-up runs) of one timed kernel.
+inline constexpr int kMaxRepetitions = 100000;
+
 /// A team on this host: `threads` threads (0: one per physical core), pinned in the OS's core order.
 std::unique_ptr<ThreadTeam> host_team(int threads = 0);
 
