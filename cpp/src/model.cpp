@@ -385,6 +385,37 @@ Model Model::from_catalog_entry(std::string_view json_text, std::string_view ori
 }
 
 namespace {
+// GGUF strings should be UTF-8 but a file may hold anything: each byte that does not start a well-formed sequence
+// becomes U+FFFD, as rooflinepy.read_gguf shows them, so that names reach Python (and JSON) intact otherwise.
+std::string utf8_or_replaced(const std::string& s) {
+    std::string out;
+    out.reserve(s.size());
+    const auto* b = reinterpret_cast<const unsigned char*>(s.data());
+    const std::size_t n = s.size();
+    for (std::size_t i = 0; i < n;) {
+        const unsigned char c = b[i];
+        std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+        bool ok = len > 0 && i + len <= n && !(len == 2 && c < 0xC2) && !(len == 4 && c > 0xF4);
+        for (std::size_t k = 1; ok && k < len; ++k) ok = (b[i + k] & 0xC0) == 0x80;
+        if (ok && len == 3) {  // no overlong forms, no surrogates
+            const unsigned char d = b[i + 1];
+            ok = !(c == 0xE0 && d < 0xA0) && !(c == 0xED && d >= 0xA0);
+        }
+        if (ok && len == 4) {
+            const unsigned char d = b[i + 1];
+            ok = !(c == 0xF0 && d < 0x90) && !(c == 0xF4 && d >= 0x90);
+        }
+        if (ok) {
+            out.append(s, i, len);
+            i += len;
+        } else {
+            out += "\xEF\xBF\xBD";
+            ++i;
+        }
+    }
+    return out;
+}
+
 // The tensors of a GGUF file against the metadata that describes them: every layer of block_count has tensors
 // and none lies beyond it, no dimension is 0, and the projections, norms and experts have the shapes the
 // metadata gives (ne0 first: a projection is [inputs, outputs]). A file whose tensors disagree with its metadata
@@ -486,7 +517,7 @@ Model Model::from_gguf(const GgufFile& f) {
         throw InvalidArgument(f.origin + ": general.architecture '" + arch + "' is not supported; supported: " + join(names));
     }
     a.model_type = t->second;
-    if (const GgufValue* v = f.find("general.name"); v && v->is_string()) a.name = v->as_string();
+    if (const GgufValue* v = f.find("general.name"); v && v->is_string()) a.name = utf8_or_replaced(v->as_string());
     a.id = a.name.empty() ? arch : a.name;
     a.source = f.origin;
     constexpr double kInt = 2147483647;
@@ -527,6 +558,15 @@ Model Model::from_gguf(const GgufFile& f) {
     a.ffn = *std::max_element(ffn_of_layer.begin(), ffn_of_layer.end());
     a.n_head = static_cast<int>(uniform("attention.head_count", per_layer("attention.head_count", -1, kInt)));
     a.n_kv_head = static_cast<int>(uniform("attention.head_count_kv", per_layer("attention.head_count_kv", a.n_head, kInt)));
+    // the counts the rest divides by, named by their GGUF keys (check_architecture names the HF fields)
+    if (a.hidden < 1) throw InvalidArgument(f.origin + ": metadata key '" + key("embedding_length") + "' must be >= 1, got 0");
+    if (a.n_head < 1)
+        throw InvalidArgument(f.origin + ": metadata key '" + key("attention.head_count") + "' must be >= 1, got " +
+                              std::to_string(a.n_head));
+    if (a.n_kv_head < 1 || a.n_head % a.n_kv_head != 0)
+        throw InvalidArgument(f.origin + ": metadata key '" + key("attention.head_count_kv") + "' (" +
+                              std::to_string(a.n_kv_head) + ") must be >= 1 and divide '" + key("attention.head_count") +
+                              "' (" + std::to_string(a.n_head) + ")");
     a.max_context = integer("context_length", 0);
     a.head_dim = integer("attention.key_length", a.n_head > 0 ? a.hidden / a.n_head : 0);
     a.n_expert = static_cast<int>(integer("expert_count", 0, kInt));
@@ -560,8 +600,8 @@ Model Model::from_gguf(const GgufFile& f) {
     a.moe_layer.assign(static_cast<std::size_t>(a.n_layer), false);
     for (const auto& tensor : f.tensors) {
         WeightTensor w;
-        w.name = tensor.name;
-        std::string base = tensor.name;
+        w.name = utf8_or_replaced(tensor.name);
+        std::string base = w.name;
         for (const char* suffix : {".weight", ".bias"}) {
             const std::string s(suffix);
             if (base.size() > s.size() && base.compare(base.size() - s.size(), s.size(), s) == 0) {
@@ -579,11 +619,11 @@ Model Model::from_gguf(const GgufFile& f) {
             w.role = base;
         }
         for (auto d : tensor.shape) w.shape.push_back(static_cast<double>(d));
-        const bool bias = base.size() != tensor.name.size() && tensor.name.compare(base.size(), 5, ".bias") == 0;
+        const bool bias = base.size() != w.name.size() && w.name.compare(base.size(), 5, ".bias") == 0;
         if (!bias && (is_linear_role(w.role) || w.role == "ffn_gate_inp") && w.shape.size() < 2) {
             std::string shape;
             for (auto d : tensor.shape) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
-            throw InvalidArgument(f.origin + ": tensor '" + tensor.name + "' has shape [" + shape + "]; a '" + w.role +
+            throw InvalidArgument(f.origin + ": tensor '" + w.name + "' has shape [" + shape + "]; a '" + w.role +
                                   "' weight must be a matrix (2 or more dimensions)");
         }
         m.tensors.push_back(std::move(w));

@@ -463,6 +463,10 @@ case("GGUF FFN wider than feed_forward_length", ValueError, "'blk.0.ffn_up.weigh
 case("GGUF projection of the wrong width", ValueError, "'blk.0.attn_q.weight' has shape [32, 64]",
      "dimension 0 must be 64", "llama.embedding_length 64")(
     gguf_file(gguf_bytes(tensors=_with_tensor("blk.0.attn_q.weight", [32, 64]))))
+case("GGUF zero heads named by its key", ValueError, "metadata key 'llama.attention.head_count' must be >= 1, got 0")(
+    gguf_file(gguf_bytes(kvs=_with_kv("llama.attention.head_count", U32, 0))))
+case("GGUF KV heads not dividing the heads", ValueError, "'llama.attention.head_count_kv' (3)", "divide")(
+    gguf_file(gguf_bytes(kvs=LLAMA_KV + [("llama.attention.head_count_kv", U32, 3)])))
 case("GGUF file missing", FileNotFoundError, "absent.gguf")(lambda t: rp.Model.from_gguf(t / "absent.gguf"))
 case("GGUF path is a folder", FileNotFoundError, "is a directory")(lambda t: rp.Model.from_gguf(t))
 
@@ -637,6 +641,15 @@ def test_a_batch_that_does_not_fit_is_an_answer():
         if isinstance(v, float):
             assert math.isfinite(v) and v >= 0, (k, v)
     assert e.max_batch < 64
+
+
+def test_gguf_name_that_is_not_utf8_loads_with_replacement_characters(tmp_path):
+    """Once UnicodeDecodeError from repr, id, estimate and sweep: undecodable bytes become U+FFFD at load."""
+    m = gguf_file(gguf_bytes(kvs=LLAMA_KV + [("general.name", STRING, b"bad\xff\xfename")]))(tmp_path)
+    assert m.id == "bad\ufffd\ufffdname" and "bad" in repr(m)
+    e = rp.estimate(m, "gguf", "a100", prompt_tokens=16, gen_tokens=4)
+    assert e.model == m.id and "bad" in repr(e)
+    assert rp.sweep(models=[m], quants=["gguf"], devices=["a100"])["model"].tolist() == [m.id]
 
 
 def test_zero_sized_ops_evaluate_cleanly():
