@@ -4,6 +4,10 @@
 
 #include "roofline/errors.hpp"
 
+#include <new>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -16,6 +20,27 @@
 #include <thread>
 
 namespace roofline {
+
+namespace detail {
+namespace {
+constexpr std::size_t kHugePage = std::size_t{2} << 20;
+}
+void* allocate_column(std::size_t bytes) {
+    if (bytes < kHugeColumnBytes) return ::operator new(bytes);
+    void* p = ::operator new(bytes, std::align_val_t{kHugePage});
+#if defined(__linux__)
+    (void)madvise(p, bytes, MADV_HUGEPAGE);  // advice only: without THP the column is ordinary pages
+#endif
+    return p;
+}
+void deallocate_column(void* p, std::size_t bytes) noexcept {
+    if (bytes < kHugeColumnBytes)
+        ::operator delete(p);
+    else
+        ::operator delete(p, std::align_val_t{kHugePage});
+}
+}  // namespace detail
+
 
 namespace {
 

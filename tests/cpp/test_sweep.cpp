@@ -9,6 +9,7 @@
 #include "test_helpers.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -234,4 +235,17 @@ TEST_CASE("inverse: the smallest batch reaching a throughput target") {
     CHECK_FALSE(none.feasible);
     CHECK(none.reason.find("below the target") != std::string::npos);
     CHECK_THROWS_AS(min_batch_for_throughput(plan, P, n, -5), InvalidArgument);
+}
+
+TEST_CASE("large sweep columns are huge-page aligned, small ones ordinary, both uninitialized on resize") {
+    SweepColumn<double> big;
+    big.resize(1 << 20);  // 8 MiB: above detail::kHugeColumnBytes
+    CHECK(reinterpret_cast<std::uintptr_t>(big.data()) % (std::size_t{2} << 20) == 0);
+    big[0] = 1.5;
+    big[big.size() - 1] = 2.5;
+    SweepColumn<double> copy = big;  // copies go through the same allocator
+    CHECK(copy[0] == 1.5);
+    CHECK(copy.back() == 2.5);
+    SweepColumn<std::uint8_t> small(100, 7);
+    CHECK(small[99] == 7);
 }
