@@ -51,12 +51,13 @@ Device calibrate_efficiency(const Device& device, const std::vector<ThroughputMe
         w.kv_dtype = kv_dtype;
         return w;
     };
+    // what a point measured, in its estimate: the batch's decode rate, or the prefill's without generated tokens
+    auto rate_of = [](const ThroughputMeasurement& m, const Estimate& e) {
+        return m.gen_tokens > 0 ? e.decode_tokens_per_s_total : e.prefill_tokens_per_s;
+    };
     auto predict = [&](const Device& d) {
         std::vector<double> out;
-        for (const auto& m : points) {
-            const Estimate e = estimate(*m.model, d, workload_of(m));
-            out.push_back(m.gen_tokens > 0 ? e.decode_tokens_per_s_total : e.prefill_tokens_per_s);
-        }
+        for (const auto& m : points) out.push_back(rate_of(m, estimate(*m.model, d, workload_of(m))));
         return out;
     };
     FitReport rep;
@@ -64,10 +65,10 @@ Device calibrate_efficiency(const Device& device, const std::vector<ThroughputMe
         rep.labels.push_back(m.label);
         rep.measured.push_back(m.tokens_per_s);
     }
-    rep.predicted_before = predict(device);
-    for (std::size_t i = 0; i < points.size(); ++i) {  // a measurement far above the roofline is not one
+    for (std::size_t i = 0; i < points.size(); ++i) {  // the starting prediction; a measurement far above the roofline is not one
         const auto& m = points[i];
         const Estimate e = estimate(*m.model, device, workload_of(m));
+        rep.predicted_before.push_back(rate_of(m, e));
         const double ceiling = m.gen_tokens > 0 ? e.ceiling_decode_total : e.ceiling_prefill;
         if (ceiling > 0 && m.tokens_per_s > kMaxMeasuredOverRoofline * ceiling) {
             std::ostringstream os;

@@ -92,7 +92,8 @@ struct RowSink {
     const char* phase;
     RowSink(std::vector<BreakdownRow>* r, std::size_t names, const char* ph) : rows(r), index(r ? names : 0, -1), phase(ph) {}
     void add(std::uint32_t name, const std::vector<std::string>& names, double instances, double flops, double bytes,
-             double seconds, const std::function<std::string()>& bound, const std::string& compute = {}) {
+             double seconds, const std::function<std::string()>& bound,
+             const std::function<std::string()>& compute = nullptr) {
         if (!rows) return;
         long& at = index[name];
         if (at >= 0) {
@@ -104,17 +105,24 @@ struct RowSink {
             return;
         }
         at = static_cast<long>(rows->size());
-        rows->push_back({phase, names[name], instances, flops, bytes, seconds, bound(), compute});
+        rows->push_back({phase, names[name], instances, flops, bytes, seconds, bound(), compute ? compute() : std::string()});
     }
 };
 
-// BreakdownRow::compute of a slot at `rows` rows: the format and unit of the linear kernel those rows run.
-std::string slot_compute(const PlanSlot& s, double rows) {
-    if (s.op->kind != SlotKind::linear || s.paths.empty() || s.paths.size() != s.op->paths.size()) return {};
-    std::size_t k = 0;  // as slot_times picks the path
+// The path a linear slot's `rows` rows run (linear_path, on the plan's copy of the thresholds).
+inline std::size_t plan_path(const PlanSlot& s, double rows) {
+    std::size_t k = 0;
     while (k + 1 < s.paths.size() && rows > s.paths[k].max_rows) ++k;
-    const LinearPath& p = s.op->paths[k];
-    return std::string(dtype_name(p.compute)) + " " + std::string(unit_name(p.unit));
+    return k;
+}
+
+// BreakdownRow::compute of a slot at `rows` rows: the format and unit of the linear kernel those rows run.
+std::function<std::string()> slot_compute(const PlanSlot& s, double rows) {
+    return [&s, rows] {
+        if (s.op->kind != SlotKind::linear || s.paths.empty() || s.paths.size() != s.op->paths.size()) return std::string();
+        const LinearPath& p = s.op->paths[plan_path(s, rows)];
+        return std::string(dtype_name(p.compute)) + " " + std::string(unit_name(p.unit));
+    };
 }
 
 // Utilizations of matrix paths of linear slots, computed once per group and rows within one phase.
@@ -138,8 +146,7 @@ inline void slot_times(OpTimes& t, const PlanSlot& s, const PhaseOptions& option
     util = 1;
     switch (s.op->kind) {
         case SlotKind::linear: {
-            std::size_t k = 0;  // the path of these rows (linear_path, on the plan's copy of the thresholds)
-            while (k + 1 < s.paths.size() && rows > s.paths[k].max_rows) ++k;
+            const std::size_t k = plan_path(s, rows);
             const PlanSlot::Path& p = s.paths[k];
             const double passes = p.dequant_every_rows > 0 ? std::ceil(rows / p.dequant_every_rows) - 1 : 0.0;
             set_affine(t, p.base, rows, p.per_row, passes, p.pass);  // linear_extra_dequant_passes

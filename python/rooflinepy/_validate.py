@@ -10,9 +10,12 @@ from typing import Any, Optional, Tuple, Type, Union
 PathLike = Union[str, "os.PathLike[str]"]
 
 
-def flag(value: Any, name: str, where: str) -> bool:
-    """True/False (numpy's too); a string such as 'false' is refused, not read as true."""
+def flag(value: Any, name: str, where: str, *, ints: bool = False) -> bool:
+    """True/False (numpy's too; with ``ints`` also 1/0, as a table column holds them); a string such as 'false' is
+    refused, not read as true."""
     if isinstance(value, bool) or type(value).__name__ == "bool_":
+        return bool(value)
+    if ints and isinstance(value, int) and value in (0, 1):
         return bool(value)
     raise TypeError(f"{where}: {name} must be True or False, got {value!r}")
 

@@ -20,6 +20,7 @@ from html import escape
 from typing import Any, Dict, List, Optional, Sequence, Union
 
 from . import _core
+from . import _validate as _v
 from ._device import devices as _all_devices
 from ._engine import engines as _all_engines
 from ._html import _STYLE, _seconds, _table, estimate_html
@@ -227,12 +228,10 @@ def explore(model: ModelLike = "llama-3.1-8b", quant: str = "Q4_K_M",
     if not isinstance(devices, (list, tuple)) or not all(isinstance(d, str) for d in devices):
         raise TypeError(f"explore: devices must be device ids (a list of str, or one comma-separated str), "
                         f"got {devices!r}")
-    for name, flag in (("flash_attention", flash_attention), ("figure", figure)):
-        if not isinstance(flag, bool):
-            raise TypeError(f"explore: {name} must be True or False, got {flag!r}")
+    _v.flag(flash_attention, "flash_attention", "explore")
+    _v.flag(figure, "figure", "explore")
     if isinstance(max_ops, bool) or not isinstance(max_ops, int) or not 1 <= max_ops <= 64:
         raise ValueError(f"explore: max_ops must be an integer in [1, 64], got {max_ops!r}")
-    if not isinstance(model, (str, Model)):
-        raise TypeError(f"explore: model must be a catalogue id or a Model, got {model!r}")
+    _v.instance(model, (str, Model), "model", "explore", "a catalogue id or a Model")
     return Explorer(model, quant, list(devices), engine, batch, prompt_tokens, gen_tokens, context_tokens, kv_dtype,
                     flash_attention, ubatch_tokens, figure, max_ops)

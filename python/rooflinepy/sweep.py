@@ -7,12 +7,14 @@ core; ``pareto`` keeps the non-dominated rows of a sweep.
 """
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 from typing import (TYPE_CHECKING, Any, Callable, Dict, Hashable, Iterable, Iterator, List, Mapping, Optional, Sequence,
                     Tuple, TypeVar)
 
 from . import _core
+from . import _validate as _v
 from ._device import Device
 from .inference import Model, _device, _plan
 from .inference import model as _model
@@ -89,9 +91,7 @@ def _tp(t: Any) -> int:
 
 
 def _typed(v: Any, types: Any, what: str, allowed: str) -> Any:
-    if not isinstance(v, types):
-        raise TypeError(f"sweep: '{what}' values must be {allowed}, got {v!r} ({type(v).__name__})")
-    return v
+    return _v.instance(v, types, f"'{what}' values", "sweep", allowed)
 
 
 def _threads(threads: Any) -> int:
@@ -106,11 +106,8 @@ def _threads(threads: Any) -> int:
 
 
 def _flag(v: Any, what: str) -> int:
-    """A yes/no axis value: True/False (numpy's too) or 1/0; a string such as 'false' is refused, not read as true."""
-    if isinstance(v, (bool, int)) or type(v).__name__ in ("bool_", "bool"):
-        if v in (0, 1):
-            return 1 if v else 0
-    raise TypeError(f"sweep: '{what}' values must be True or False, got {v!r}")
+    """A yes/no axis value as the core's 0/1: True/False or 1/0 (a points table's column)."""
+    return int(_v.flag(v, f"'{what}' values", "sweep", ints=True))
 
 
 def _engine_name(name: str) -> str:
@@ -218,7 +215,7 @@ def sweep(models: Any = None, quants: Any = None, devices: Any = None, batch: An
     threads_arg = _threads(threads)
     rows = _chunk_rows(chunk_rows)
     if output is not None:
-        return _write_stream(grid.chunks(rows, threads_arg, bool(skip_invalid)), output, grid.points)
+        return _write_stream(grid.chunks(rows, threads_arg, bool(skip_invalid)), output)
     if grid.points > MAX_POINTS_IN_MEMORY:
         raise ValueError(f"sweep: {grid.points:,} points are more than MAX_POINTS_IN_MEMORY ({MAX_POINTS_IN_MEMORY:,}, "
                          f"about {MAX_POINTS_IN_MEMORY * 280 / 1e9:.1f} GB as one DataFrame); stream them instead: "
@@ -310,8 +307,6 @@ class _Grid:
             return
         split = k - 1
         run = max(1, rows // inner)
-        import itertools
-
         for outer in itertools.product(*[range(len(v)) for v in lists[:split]]):
             for start in range(0, len(lists[split]), run):
                 sub = [[lists[i][j]] for i, j in enumerate(outer)] + [lists[split][start:start + run]] + lists[split + 1:]
@@ -344,15 +339,11 @@ class StreamedSweep:
     largest_chunk_rows: int = 0
 
 
-def _write_stream(chunks: Iterator[pd.DataFrame], output: Any, expected: int) -> StreamedSweep:
+def _write_stream(chunks: Iterator[pd.DataFrame], output: Any) -> StreamedSweep:
     """Write the chunks to ``output`` (.parquet, .csv or a folder of parquet parts), one chunk in memory at a time."""
     import os
 
-    if not isinstance(output, (str, os.PathLike)):
-        raise TypeError(f"sweep: output must be a path (str or os.PathLike), got {output!r}")
-    path = os.fspath(output)
-    if "\0" in path:
-        raise ValueError(f"sweep: output path {path!r} contains a NUL character")
+    path = _v.path(output, "output", "sweep")
     lower = path.lower()
     folder = path.endswith(("/", os.sep)) or os.path.isdir(path)
     kind = "parquet-folder" if folder else "parquet" if lower.endswith((".parquet", ".pq")) else \
