@@ -218,7 +218,7 @@ def sweep(models: Any = None, quants: Any = None, devices: Any = None, batch: An
         return _write_stream(grid.chunks(rows, threads_arg, bool(skip_invalid)), output)
     if grid.points > MAX_POINTS_IN_MEMORY:
         raise ValueError(f"sweep: {grid.points:,} points are more than MAX_POINTS_IN_MEMORY ({MAX_POINTS_IN_MEMORY:,}, "
-                         f"about {MAX_POINTS_IN_MEMORY * 280 / 1e9:.1f} GB as one DataFrame); stream them instead: "
+                         f"about 1.4 GB as one DataFrame); stream them instead: "
                          f"rp.sweep(..., output='sweep.parquet') (or .csv, or a folder/), or iterate "
                          f"rp.sweep_chunks(...)")
     return grid.frame(threads_arg, bool(skip_invalid))
