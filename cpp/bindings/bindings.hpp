@@ -29,6 +29,7 @@ void register_speculative(py::module_& m);
 void register_efficiency_fit(py::module_& m);
 void register_engine_fit(py::module_& m);
 void register_deployment(py::module_& m);
+void register_serving(py::module_& m);
 void register_figures(py::module_& m);
 void register_validation(py::module_& m);
 void register_sweep(py::module_& m);

@@ -23,6 +23,7 @@ PYBIND11_MODULE(_core, m) {
     register_efficiency_fit(m);
     register_engine_fit(m);
     register_deployment(m);
+    register_serving(m);
     register_figures(m);
     register_validation(m);
     register_sweep(m);

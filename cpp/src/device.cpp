@@ -245,6 +245,7 @@ Device parse_device(std::string_view json_text, std::string_view origin) {
         p.unit = parse_unit(c.choice("unit", {"vector", "matrix"}));
         p.flops_per_s = c.number("peak_TFLOPS", kMinTFLOPS, 1e6) * 1e12;
         p.measured = c.opt_bool("measured", false);
+        if (auto f = c.opt_number("achievable_fraction", kMinEfficiency, 1)) p.achievable_fraction = *f;
         p.provenance = read_provenance(c);
         c.finish();
         for (const auto& q : d.compute)
@@ -360,6 +361,7 @@ std::string Device::to_json(int indent) const {
     for (const auto& p : compute) {
         nlohmann::ordered_json c{{"format", dtype_name(p.format)}, {"unit", unit_name(p.unit)}, {"peak_TFLOPS", unscaled(p.flops_per_s, 1e12)}};
         if (p.measured) c["measured"] = true;
+        if (p.achievable_fraction > 0) c["achievable_fraction"] = p.achievable_fraction;
         j["compute"].push_back(provenance_json(c, p.provenance));
     }
     if (!interconnect.empty()) {

@@ -1,5 +1,6 @@
 #include "roofline/engine.hpp"
 
+#include "roofline/kv_cache.hpp"
 #include "roofline/quant.hpp"
 
 #include "json_reader.hpp"
@@ -16,7 +17,9 @@ namespace roofline {
 
 using detail::JsonObject;
 
-std::string_view all_reduce_name(AllReduce a) { return a == AllReduce::ring ? "ring" : "one-shot"; }
+std::string_view all_reduce_name(AllReduce a) {
+    return a == AllReduce::ring ? "ring" : a == AllReduce::one_shot ? "one-shot" : "two-shot";
+}
 
 const std::vector<std::string>& EngineBackend::op_kernel_names() {
     static const std::vector<std::string> names = {
@@ -62,6 +65,11 @@ void Engine::check_runs(const Format& weight, std::string_view quant) const {
     throw InvalidArgument("engine '" + id + "' does not run weights in " + weight.name +
                           (quant != weight.name ? " (quantization '" + std::string(quant) + "')" : std::string()) +
                           "; it runs: " + list);
+}
+
+std::string ServingPolicy::kv_dtype_for(const std::string& quant, const std::string& activation_format) const {
+    auto it = kv_dtype_by_weights.find(to_lower(quant));
+    return it != kv_dtype_by_weights.end() ? it->second : activation_format;
 }
 
 bool LinearKernel::handles(const Format& weight) const {
@@ -157,6 +165,16 @@ LinearKernel parse_kernel(JsonObject& k) {
     if (auto e = k.opt_number("efficiency", 1e-3, 1)) x.efficiency = *e;
     if (auto a = k.opt_number("alu_ops_per_mac", 0, 1e3)) x.alu_ops_per_mac = *a;
     if (k.has("alu_format")) x.alu_format = parse_dtype(k.choice("alu_format", {"int32", "fp32", "fp16"}));
+    if (k.has("fallback_compute")) {
+        x.fallback_compute = to_lower(k.nonempty_string("fallback_compute"));
+        if (x.fallback_compute != "activation") {
+            try {
+                parse_dtype(x.fallback_compute);
+            } catch (const NotFound& e) {
+                k.fail("fallback_compute", std::string("must be 'activation' or a number format: ") + e.what());
+            }
+        }
+    }
     if (auto l = k.opt_number("launches", 1, 64)) {
         if (std::floor(*l) != *l) k.fail("launches", "must be a whole number of kernels, got " + std::to_string(*l));
         x.launches = *l;
@@ -171,8 +189,20 @@ const std::vector<std::string>& backend_keys() {
         "kernel_fixed_cost_scale", "activation_format", "linear_kernels", "fused_qkv", "logits_last_token_only",
         "runtime_overhead_GB", "all_reduce", "collective_step_latency_us", "vocab_parallel", "bandwidth_fraction",
         "op_kernels", "prefill_ubatch_tokens", "flash_attention_version", "attention_score_bytes",
-        "prediction_interval"};
+        "prediction_interval", "max_num_tokens", "max_batch", "kv_memory_fraction", "kv_memory_of", "kv_block_tokens",
+        "kv_reservation", "chunked_prefill", "cuda_graph_max_batch", "iteration_overhead_us", "eager_launch_us",
+        "graph_reserve_GB", "kv_dtype_by_weights", "max_batch_tuning", "mixed_batches", "limits_by_memory"};
     return keys;
+}
+
+// The continuous-batching keys (ServingPolicy): required together, of serving engines only.
+bool is_serving_key(const std::string& key) {
+    static const std::vector<std::string> keys = {"max_num_tokens", "max_batch", "kv_memory_fraction", "kv_memory_of",
+                                                  "kv_block_tokens", "kv_reservation", "chunked_prefill",
+                                                  "cuda_graph_max_batch", "iteration_overhead_us", "eager_launch_us",
+                                                  "graph_reserve_GB", "kv_dtype_by_weights", "max_batch_tuning",
+                                                  "mixed_batches", "limits_by_memory"};
+    return std::find(keys.begin(), keys.end(), key) != keys.end();
 }
 
 // Applies the properties present in `o` (one backend object of a file) onto `b`.
@@ -203,8 +233,9 @@ void apply_backend(EngineBackend& b, JsonObject o, const nlohmann::json& raw) {
     if (o.has("logits_last_token_only")) b.logits_last_token_only = flag_value(o, "logits_last_token_only", b);
     if (o.has("runtime_overhead_GB")) b.runtime_overhead_bytes = number_value(o, "runtime_overhead_GB", b, 0, 1e4) * 1e9;
     if (o.has("all_reduce")) {
-        static const std::vector<std::string> algorithms = {"ring", "one-shot"};
-        b.all_reduce = text_value(o, "all_reduce", b, &algorithms) == "ring" ? AllReduce::ring : AllReduce::one_shot;
+        static const std::vector<std::string> algorithms = {"ring", "one-shot", "two-shot"};
+        const std::string a = text_value(o, "all_reduce", b, &algorithms);
+        b.all_reduce = a == "ring" ? AllReduce::ring : a == "one-shot" ? AllReduce::one_shot : AllReduce::two_shot;
     }
     if (o.has("collective_step_latency_us"))
         b.collective_step_latency_s = number_value(o, "collective_step_latency_us", b, 0, 1e6) * 1e-6;
@@ -234,6 +265,84 @@ void apply_backend(EngineBackend& b, JsonObject o, const nlohmann::json& raw) {
         b.flash_attention_version = static_cast<int>(v);
     }
     if (o.has("attention_score_bytes")) b.attention_score_bytes = number_value(o, "attention_score_bytes", b, 0, 64);
+    // continuous batching (ServingPolicy): any of its keys makes the backend a serving one
+    ServingPolicy& sv = b.serving;
+    auto serving_number = [&](const char* key, double& into, double lo, double hi, double scale = 1) {
+        if (!o.has(key)) return;
+        into = number_value(o, key, b, lo, hi) * scale;
+        sv.defined = true;
+    };
+    serving_number("max_num_tokens", sv.max_num_tokens, 1, 1 << 24);
+    serving_number("max_batch", sv.max_batch, 1, 1 << 20);
+    serving_number("kv_memory_fraction", sv.kv_memory_fraction, 0.01, 1);
+    serving_number("kv_block_tokens", sv.kv_block_tokens, 1, 1 << 16);
+    serving_number("cuda_graph_max_batch", sv.cuda_graph_max_batch, 0, 1 << 20);
+    serving_number("iteration_overhead_us", sv.iteration_overhead_s, 0, 1e6, 1e-6);
+    serving_number("eager_launch_us", sv.eager_launch_s, 0, 1e4, 1e-6);
+    serving_number("graph_reserve_GB", sv.graph_reserve_bytes, 0, 1e4, 1e9);
+    if (o.has("kv_memory_of")) {
+        static const std::vector<std::string> of = {"total", "free"};
+        sv.kv_fraction_of_free = text_value(o, "kv_memory_of", b, &of) == "free";
+        sv.defined = true;
+    }
+    if (o.has("kv_reservation")) {
+        static const std::vector<std::string> r = {"full", "incremental"};
+        sv.kv_reserve_full = text_value(o, "kv_reservation", b, &r) == "full";
+        sv.defined = true;
+    }
+    if (o.has("chunked_prefill")) {
+        sv.chunked_prefill = flag_value(o, "chunked_prefill", b);
+        sv.defined = true;
+    }
+    if (o.has("mixed_batches")) {
+        sv.mixed_batches = flag_value(o, "mixed_batches", b);
+        sv.defined = true;
+    }
+    if (o.has("limits_by_memory")) {
+        JsonObject p = o.object("limits_by_memory");
+        const auto& v = p.raw("value");
+        if (!v.is_array() || v.empty()) p.fail("value", "must list [min_GiB, max_num_tokens, max_batch] rows, got " + v.dump());
+        sv.limits_by_memory.clear();
+        double last = -1;
+        for (std::size_t i = 0; i < v.size(); ++i) {
+            const auto& row = v[i];
+            const std::string at = "value[" + std::to_string(i) + "]";
+            if (!row.is_array() || row.size() != 3 || !row[0].is_number() || !row[1].is_number() || !row[2].is_number())
+                p.fail(at, "must be [min_GiB, max_num_tokens, max_batch], got " + row.dump());
+            const std::array<double, 3> x{row[0].get<double>(), row[1].get<double>(), row[2].get<double>()};
+            if (!(x[0] >= 0) || !(x[0] > last) || !(x[1] >= 1) || !(x[2] >= 1) || x[1] > (1 << 24) || x[2] > (1 << 20))
+                p.fail(at, "must have min_GiB ascending from 0 and token and batch limits >= 1, got " + row.dump());
+            last = x[0];
+            sv.limits_by_memory.push_back(x);
+        }
+        b.sources["limits_by_memory"] = provenance_of(p);
+        p.finish();
+        sv.defined = true;
+    }
+    if (o.has("max_batch_tuning")) {
+        static const std::vector<std::string> t = {"fixed", "trtllm-bench"};
+        sv.bench_tuning = text_value(o, "max_batch_tuning", b, &t) == "trtllm-bench";
+        sv.defined = true;
+    }
+    if (o.has("kv_dtype_by_weights")) {
+        JsonObject p = o.object("kv_dtype_by_weights");
+        const auto& v = p.raw("value");
+        if (!v.is_object()) p.fail("value", "must map weight formats to KV formats, got " + v.dump());
+        sv.kv_dtype_by_weights.clear();
+        for (auto it = v.begin(); it != v.end(); ++it) {
+            if (!it->is_string()) p.fail("value." + it.key(), "must name a KV format, got " + it->dump());
+            try {
+                parse_format(it.key());
+                parse_kv_format(it->get<std::string>());
+            } catch (const Error& e) {
+                p.fail("value." + it.key(), e.what());
+            }
+            sv.kv_dtype_by_weights[to_lower(it.key())] = it->get<std::string>();
+        }
+        b.sources["kv_dtype_by_weights"] = provenance_of(p);
+        p.finish();
+        sv.defined = true;
+    }
     if (o.has("prediction_interval")) {
         JsonObject p = o.object("prediction_interval");
         const auto& raw_value = p.raw("value");
@@ -346,7 +455,7 @@ Engine parse_engine(std::string_view json_text, std::string_view origin, const s
             apply_backend(b, JsonObject(jb.at(name), "backends." + name, e.origin), jb.at(name));
         if (b.linear_kernels.empty()) backends.fail(name, "needs linear_kernels (here or in 'any')");
         for (const auto& key : backend_keys())  // every property has a value and its source, here or in a base
-            if (key != "linear_kernels" && !b.sources.count(key))
+            if (key != "linear_kernels" && !b.sources.count(key) && !(is_serving_key(key) && !b.serving.defined))
                 backends.fail(name + "." + key, "is required: every property needs a value and its source (in 'any', "
                                                 "in this backend or in the engine it is based_on)");
         if (b.linear_kernels.back().max_rows < std::numeric_limits<double>::infinity())
@@ -416,6 +525,7 @@ std::string Engine::to_json(int indent) const {
                 kj["alu_format"] = std::string(dtype_name(k.alu_format));
             }
             if (k.launches != 1) kj["launches"] = k.launches;
+            if (!k.fallback_compute.empty()) kj["fallback_compute"] = k.fallback_compute;
             kj["source"] = k.provenance.source;
             if (!k.provenance.uncertain.empty()) kj["uncertain"] = k.provenance.uncertain;
             ks.push_back(kj);
@@ -440,6 +550,26 @@ std::string Engine::to_json(int indent) const {
                                                                {"device_families", pi.device_families},
                                                                {"weight_formats", pi.weight_formats},
                                                                {"widen", pi.widen}});
+        if (b.serving.defined) {
+            const ServingPolicy& sv = b.serving;
+            x["max_num_tokens"] = prop(b, "max_num_tokens", sv.max_num_tokens);
+            x["max_batch"] = prop(b, "max_batch", sv.max_batch);
+            x["kv_memory_fraction"] = prop(b, "kv_memory_fraction", sv.kv_memory_fraction);
+            x["kv_memory_of"] = prop(b, "kv_memory_of", std::string(sv.kv_fraction_of_free ? "free" : "total"));
+            x["kv_block_tokens"] = prop(b, "kv_block_tokens", sv.kv_block_tokens);
+            x["kv_reservation"] = prop(b, "kv_reservation", std::string(sv.kv_reserve_full ? "full" : "incremental"));
+            x["chunked_prefill"] = prop(b, "chunked_prefill", sv.chunked_prefill);
+            x["cuda_graph_max_batch"] = prop(b, "cuda_graph_max_batch", sv.cuda_graph_max_batch);
+            x["iteration_overhead_us"] = prop(b, "iteration_overhead_us", sv.iteration_overhead_s * 1e6);
+            x["eager_launch_us"] = prop(b, "eager_launch_us", sv.eager_launch_s * 1e6);
+            x["graph_reserve_GB"] = prop(b, "graph_reserve_GB", sv.graph_reserve_bytes / 1e9);
+            x["kv_dtype_by_weights"] = prop(b, "kv_dtype_by_weights", sv.kv_dtype_by_weights);
+            x["max_batch_tuning"] = prop(b, "max_batch_tuning", std::string(sv.bench_tuning ? "trtllm-bench" : "fixed"));
+            x["mixed_batches"] = prop(b, "mixed_batches", sv.mixed_batches);
+            nlohmann::ordered_json tiers = nlohmann::ordered_json::array();
+            for (const auto& t : sv.limits_by_memory) tiers.push_back({t[0], t[1], t[2]});
+            x["limits_by_memory"] = prop(b, "limits_by_memory", tiers);
+        }
         bs[b.backend] = x;
     }
     j["backends"] = bs;

@@ -87,6 +87,10 @@ std::vector<LinearPath> linear_paths(const Format& f, const PhaseOptions& opt) {
         p.alu_ops_per_mac = k.alu_ops_per_mac;
         p.alu_format = k.alu_format;
         p.launches = k.launches;
+        if (!k.fallback_compute.empty()) {
+            p.has_fallback = true;
+            p.fallback = k.fallback_compute == "activation" ? opt.activation.compute : parse_dtype(k.fallback_compute);
+        }
         out.push_back(p);
     }
     return out;

@@ -27,15 +27,14 @@ OpTimes times_of(const OpCost& op, const Device& device) {
 // An all-reduce of `bytes` per rank over N ranks (EngineBackend::all_reduce), without its kernel's launch: the
 // steps' latency (derated only, as overhead) and the bytes each rank moves over its links (as the DRAM term: the
 // interconnect is the memory level a collective streams through). ring: 2(N−1) steps of bytes/N each; one_shot: 2
-// steps (signal, wait) and the N−1 peers' partial sums read.
+// steps (signal, wait) and the N−1 peers' partial sums read; two_shot: 4 steps and 2(N−1)/N of the bytes.
 CeilingTimes all_reduce_times(const EngineBackend& e, double tensor_parallel, double interconnect_Bps, double bytes,
                               Ceilings ceilings) {
     const double n = tensor_parallel;
-    const bool ring = e.all_reduce == AllReduce::ring;
-    const double steps = ring ? 2.0 * (n - 1) : 2.0;
+    const double steps = e.all_reduce == AllReduce::ring ? 2.0 * (n - 1) : e.all_reduce == AllReduce::one_shot ? 2.0 : 4.0;
     CeilingTimes t;
     t.overhead_s = ceilings == Ceilings::derated ? steps * e.collective_step_latency_s : 0.0;
-    t.memory_s[0] = (ring ? 2.0 * (n - 1) / n : n - 1) * bytes / interconnect_Bps;
+    t.memory_s[0] = (e.all_reduce == AllReduce::one_shot ? n - 1 : 2.0 * (n - 1) / n) * bytes / interconnect_Bps;
     return t;
 }
 
@@ -56,10 +55,6 @@ void check_tensor_parallel(int tp) {
 
 // Ideal compute − DRAM seconds: > 0 where an op is compute-bound against DRAM (no serial part when ideal).
 inline double ideal_balance(const OpTimes& t) { return t.ideal.matrix_s + t.ideal.vector_s - t.ideal.memory_s[0]; }
-
-PhaseBound phase_bound(const CeilingTimes& t) {
-    return static_cast<PhaseBound>(static_cast<int>(t.bound()) + 1);  // Bound::none -> PhaseBound::none, ...
-}
 
 std::string op_bound(const OpTimes& t, double util, bool collective) {
     const Bound b = t.derated.bound(util);
@@ -120,8 +115,8 @@ inline std::size_t plan_path(const PlanSlot& s, double rows) {
 std::function<std::string()> slot_compute(const PlanSlot& s, double rows) {
     return [&s, rows] {
         if (s.op->kind != SlotKind::linear || s.paths.empty() || s.paths.size() != s.op->paths.size()) return std::string();
-        const LinearPath& p = s.op->paths[plan_path(s, rows)];
-        return std::string(dtype_name(p.compute)) + " " + std::string(unit_name(p.unit));
+        const std::size_t i = plan_path(s, rows);
+        return std::string(dtype_name(s.paths[i].compute)) + " " + std::string(unit_name(s.op->paths[i].unit));
     };
 }
 
@@ -262,6 +257,10 @@ std::vector<OpCost> probes_of(const OpSlot& op, const PhaseOptions& o) {
 }
 
 }  // namespace
+
+PhaseBound phase_bound(const CeilingTimes& t) {
+    return static_cast<PhaseBound>(static_cast<int>(t.bound()) + 1);  // Bound::none -> PhaseBound::none, ...
+}
 
 // -------------------------------------------------------------------------------------------------------------
 // Structure and plan construction
@@ -414,7 +413,31 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
         PlanSlot s;
         s.op = &op;
         s.name = st.slot_name[k];
-        auto times = [&](std::size_t i) { return times_of(p[i], dev); };
+        // a kernel whose compute format has no matrix units here runs in its fallback format (W4A16 where FP4
+        // tensor cores are missing), or the configuration is refused, naming the engine, the format and the device
+        std::vector<std::pair<DType, DType>> retag;
+        if (op.kind == SlotKind::linear || op.kind == SlotKind::moe)
+            for (const LinearPath& lp : op.paths) {
+                if (lp.unit != Unit::matrix) continue;
+                try {
+                    dev.execution_peak(lp.compute, Unit::matrix);  // its units, or wider ones doing the same arithmetic
+                    continue;
+                } catch (const NotFound&) {
+                }
+                if (!lp.has_fallback)
+                    throw InvalidArgument("engine '" + st.engine->id + "' runs " + st.config.quant + " weights on " +
+                                          std::string(dtype_name(lp.compute)) + " matrix units, which device '" + dev.id +
+                                          "' does not have; choose another quantization or engine");
+                retag.emplace_back(lp.compute, lp.fallback);
+            }
+        auto times = [&](std::size_t i) {
+            if (retag.empty()) return times_of(p[i], dev);
+            OpCost c = p[i];
+            for (FlopTerm& f : c.flop_terms)
+                for (const auto& [from, to] : retag)
+                    if (f.unit == Unit::matrix && f.format == from) f.format = to;
+            return times_of(c, dev);
+        };
         switch (op.kind) {
             case SlotKind::rows:
                 s.base = times(0);
@@ -437,6 +460,9 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
                     PlanSlot::Path path;
                     path.max_rows = lp.max_rows;
                     path.matrix = lp.unit == Unit::matrix;
+                    path.compute = lp.compute;
+                    for (const auto& [from, to] : retag)
+                        if (path.matrix && lp.compute == from) path.compute = to;
                     // linear_extra_dequant_passes(op, lp, rows) = ceil(rows / every) - 1 where it is not 0
                     path.dequant_every_rows = linear_extra_dequant_passes(op, lp, 2 * lp.dequant_every_rows) > 0 ? lp.dequant_every_rows : 0.0;
                     path.base = times(3 * i);
@@ -656,10 +682,14 @@ PhaseSums EstimatePlan::Impl::sum_slots(double batch, double tokens, double past
 }
 
 PrefillChunks EstimatePlan::Impl::prefill_attention(double prompt, double past) const {
+    return prefill_attention(prompt, past, ubatch);
+}
+
+PrefillChunks EstimatePlan::Impl::prefill_attention(double prompt, double past, double chunk) const {
     PrefillChunks c;
     c.prompt = prompt;
     c.past = past;
-    const double u = ubatch > 0 ? ubatch : prompt;
+    const double u = chunk > 0 ? chunk : prompt;
     for (double done = 0; done < prompt; done += u) {
         const double tokens = std::min(u, prompt - done);
         c.tokens.push_back(tokens);
@@ -725,8 +755,14 @@ PhaseSums EstimatePlan::Impl::prefill(double batch, const PrefillChunks& c, std:
     const double n_full = static_cast<double>(std::count(c.tokens.begin(), c.tokens.end(), full));
     add_sums(total, n_full, sum_slots(batch, full, 0, nullptr, nullptr, "prefill", SlotParts::static_only));
     if (c.tokens.back() != full) add_sums(total, 1, sum_slots(batch, c.tokens.back(), 0, nullptr, nullptr, "prefill", SlotParts::static_only));
-    // attention: every micro-batch of more than one token at once (PrefillChunks::totals), a one-token last one as
-    // decode attention
+    add_sums(total, 1, chunked_attention(c, batch));
+    return total;
+}
+
+PhaseSums EstimatePlan::Impl::chunked_attention(const PrefillChunks& c, double batch) const {
+    // every micro-batch of more than one token at once (PrefillChunks::totals), a one-token last one as decode
+    // attention
+    PhaseSums total;
     for (std::size_t a = 0; a < attention.size(); ++a) {
         const double count = slots[attention[a]].op->count;
         const PrefillChunks::Total& s = c.totals[a];
@@ -740,6 +776,63 @@ PhaseSums EstimatePlan::Impl::prefill(double batch, const PrefillChunks& c, std:
     if (c.last_is_one_token)
         add_sums(total, 1, sum_slots(batch, 1, c.past_of.back(), nullptr, nullptr, "prefill", SlotParts::attention_only));
     return total;
+}
+
+PhaseSums EstimatePlan::Impl::step(double token_rows, double sequence_rows, const ExpertSplit* experts,
+                                   std::vector<BreakdownRow>* breakdown, const char* phase) const {
+    Acc acc;
+    UtilCache cache;
+    RowSink sink(breakdown, structure->names.size(), phase);
+    OpTimes t;
+    for (const PlanSlot& s : slots) {
+        if (s.op->kind == SlotKind::attention) continue;
+        const bool envelope_slot = in_envelope(*s.op);
+        if (envelope_slot && !breakdown) continue;  // summed below
+        const double rows = s.op->per_sequence ? sequence_rows : token_rows;
+        double util = 1;
+        if (s.op->kind == SlotKind::moe && experts) {
+            const double e = s.op->experts, k = s.op->top_k;
+            double routed = rows * k, active = ops::expected_active_experts(e, k, rows);
+            if (experts->ranks > 1) {  // this rank's experts and the rows of every rank's tokens routed to them
+                routed = experts->global_tokens * k / experts->ranks;
+                active = ops::expected_active_experts(e, k, experts->global_tokens) / experts->ranks;
+            }
+            set_affine(t, s.base, routed * experts->imbalance, s.per_row, active, s.extra);
+        } else {
+            slot_times(t, s, options, rows, util, cache);
+        }
+        if (!envelope_slot) acc.add(s.op->count, t, util);
+        if (breakdown)
+            sink.add(s.name, structure->names, s.op->count, s.op->count * t.flops, s.op->count * t.bytes,
+                     s.op->count * t.derated.total(util), [&] { return op_bound(t, util, s.op->kind == SlotKind::all_reduce); },
+                     slot_compute(s, rows));
+    }
+    add_envelope(acc, envelope[0], token_rows);
+    add_envelope(acc, envelope[1], sequence_rows);
+    return acc.p;
+}
+
+PhaseSums EstimatePlan::Impl::decode_attention(double batch, double context, std::vector<BreakdownRow>* breakdown,
+                                               const char* phase) const {
+    return sum_slots(batch, 1, context - 1, nullptr, breakdown, phase, SlotParts::attention_only);
+}
+
+PhaseSums EstimatePlan::Impl::decode_attention_sum(double batch, double c0, double c1) const {
+    PhaseSums d;
+    if (c1 < c0) return d;
+    for (std::size_t i : attention) add_sums(d, slots[i].op->count, attention_sum(slots[i], batch, c0, c1));
+    return d;
+}
+
+double EstimatePlan::Impl::activation_bytes(double token_rows, double sequence_rows) const {
+    const Architecture& a = structure->arch;
+    return token_rows * (2 * a.hidden + widest / options.tensor_parallel) * act_bytes + sequence_rows * a.vocab * 4.0;
+}
+
+double EstimatePlan::Impl::expert_weight_bytes() const {
+    double b = 0;
+    for (const auto& [experts, top_k, bytes] : step_expert_weights) b += experts * bytes;
+    return b;
 }
 
 PhaseSums EstimatePlan::Impl::decode_step(double batch) const {

@@ -80,6 +80,8 @@ inline OpTimes work_scaled(const OpTimes& t, double factor) {
     r.bytes = t.bytes * factor;
     return r;
 }
+/// The bound of a phase from its summed derated components.
+PhaseBound phase_bound(const CeilingTimes& t);
 /// An op's times on a device at both ceilings.
 OpTimes times_of(const OpCost& op, const Device& device);
 /// An all-reduce of `bytes` per rank over `tensor_parallel` ranks by the engine's algorithm, without its kernel's
@@ -127,6 +129,7 @@ struct PlanSlot {
         double max_rows = 0;
         double dequant_every_rows = 0;  // > 0: the weights are dequantized again per block of this many rows
         bool matrix = false;            // on matrix units: its matrix compute is divided by a utilization
+        DType compute = DType::fp16;    // the format its multiply-adds run in here (LinearPath's, or its fallback)
         std::uint32_t group = 0;  // matrix paths with the same output features, tile and rows share a utilization
     };
     const OpSlot* op = nullptr;  // in the plan's structure
@@ -206,6 +209,8 @@ struct EstimatePlan::Impl {
     // arguments, so sharing them changes no bit of the result.
     /// The micro-batches of a prompt of `prompt` tokens after `past` cached ones, with their attention times.
     PrefillChunks prefill_attention(double prompt, double past) const;
+    /// The same in micro-batches of `chunk` tokens (0: the whole prompt at once).
+    PrefillChunks prefill_attention(double prompt, double past, double chunk) const;
     /// The prefill of `batch` sequences: every micro-batch's slots (the static ones shared between micro-batches of
     /// one size), weights read again per micro-batch, attention over the growing context.
     PhaseSums prefill(double batch, const PrefillChunks& chunks, std::vector<BreakdownRow>* breakdown = nullptr) const;
@@ -215,6 +220,31 @@ struct EstimatePlan::Impl {
     PhaseSums decode(double batch, double prompt, double gen, const PhaseSums& step,
                      std::vector<BreakdownRow>* breakdown = nullptr) const;
     PhaseSums phase(double batch, double tokens, double past) const;
+
+    // The pieces of a serving iteration (serving.cpp): decode tokens and a prefill chunk in one forward pass.
+    /// Experts split over ranks (expert parallel with attention data parallel): each rank holds experts / ranks of
+    /// every MoE layer and gets the rows `global_tokens` route to them, × imbalance (the busiest rank's share).
+    struct ExpertSplit {
+        double ranks = 1, global_tokens = 0, imbalance = 1;
+    };
+    /// Every op but attention at `token_rows` rows (per-token ops) and `sequence_rows` rows (per-sequence ops: the
+    /// output head of the sequences that sample a token); MoE slots under `experts` when given.
+    PhaseSums step(double token_rows, double sequence_rows, const ExpertSplit* experts = nullptr,
+                   std::vector<BreakdownRow>* breakdown = nullptr, const char* phase = "") const;
+    /// Decode attention of `batch` sequences at `context` tokens each (one step).
+    PhaseSums decode_attention(double batch, double context, std::vector<BreakdownRow>* breakdown = nullptr,
+                               const char* phase = "") const;
+    /// Decode attention of `batch` sequences over the steps at contexts c0 ... c1 (closed form).
+    PhaseSums decode_attention_sum(double batch, double c0, double c1) const;
+    /// The attention of `batch` sequences' prompts over their micro-batches (prefill_attention's result).
+    PhaseSums chunked_attention(const PrefillChunks& chunks, double batch) const;
+    /// Activations of one forward pass of `token_rows` rows, `sequence_rows` of them sampling (f32 logits), on the
+    /// flash path (no score matrix): the widest intermediate and two hidden-state buffers.
+    double activation_bytes(double token_rows, double sequence_rows) const;
+    /// KV bytes of one sequence of `tokens` tokens on one rank (a sliding-window layer keeps its window).
+    double kv_bytes_per_sequence(double tokens) const { return structure->kv_layout.token_layers(tokens) * kv_token_layer_bytes; }
+    /// Bytes of every expert of every MoE layer on one rank (split over tensor-parallel ranks as the plan splits them).
+    double expert_weight_bytes() const;
     MemoryUse memory(double batch, double prompt, double gen, double context = 0) const;
     double max_batch(double prompt, double gen, double context = 0) const;
     double max_context(double batch) const;

@@ -68,13 +68,17 @@ struct GpuFormat {
 // Group-wise int4 keeps a 16-bit scale and a 16-bit zero per group: 4 + 32/g bits. NVFP4: e2m1 + one e4m3
 // scale per 16 elements (4.5 bits; the per-tensor fp32 scale is negligible). MXFP4: e2m1 + e8m0 per 32 (4.25).
 // int8-wo (weight-only): one scale per output channel (negligible per element), computed in fp16 after
-// dequantization. Plain "int8" and "fp8" are the number formats themselves (W8A8: computed in int8 / fp8).
+// dequantization. Plain "int8" and "fp8" are the number formats themselves (W8A8: computed in int8 / fp8); "fp8-wo"
+// keeps FP8 weights and multiplies in 16 bits (W8A16, Marlin's FP8 path). AWQ and GPTQ checkpoints (int4-awq,
+// int4-gptq; AutoAWQ / AutoGPTQ layouts, group 128) keep a 16-bit scale and a packed 4-bit zero per group:
+// 4 + 20/128 = 4.15625 bits (GPTQ's per-input-channel g_idx adds 32/N bits, negligible); both run W4A16.
 // MLX's affine quantization (mlx/ops.cpp affine_quantize, ml-explore/mlx@846d1762): b-bit codes packed in uint32
 // with one scale and one bias per group in the weights' 16-bit dtype: b + 32/g bits (mlx-q4 = 4-bit, group 64:
 // 4.5); dequantized as scale·q + bias (2 FLOPs) into bf16 tiles or registers.
 const GpuFormat kGpuFormats[] = {
     {"int8-wo", 8, DType::fp16, 1},      {"int4-g32", 5, DType::fp16, 2}, {"int4-g64", 4.5, DType::fp16, 2},
     {"int4-g128", 4.25, DType::fp16, 2}, {"nvfp4", 4.5, DType::fp4, 0},   {"mxfp4", 4.25, DType::fp4, 0},
+    {"fp8-wo", 8, DType::fp16, 1},       {"int4-awq", 4.15625, DType::fp16, 2}, {"int4-gptq", 4.15625, DType::fp16, 2},
     {"mlx-q2", 2.5, DType::bf16, 2},     {"mlx-q3", 3.5, DType::bf16, 2}, {"mlx-q4", 4.5, DType::bf16, 2},
     {"mlx-q5", 5.5, DType::bf16, 2},     {"mlx-q6", 6.5, DType::bf16, 2}, {"mlx-q8", 8.5, DType::bf16, 2},
     {"mlx-q2-g32", 3, DType::bf16, 2},   {"mlx-q3-g32", 4, DType::bf16, 2}, {"mlx-q4-g32", 5, DType::bf16, 2},

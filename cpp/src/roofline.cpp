@@ -88,8 +88,10 @@ double sum_of_totals(const CeilingTimes& first, const CeilingTimes& step, double
 // Derated ceilings, for evaluate() and attainable_flops() alike. A measured peak is already achievable: the compute
 // efficiency is not applied to it again. A measured DRAM bandwidth is not derated either, unless the DRAM
 // efficiency was itself measured against it (Efficiency::dram_applies_to_measured).
+// A peak with its own microbenchmarked fraction (achievable_fraction) takes it instead of the device's.
 double derating_fraction(const Device& device, const ComputePeak& peak) {
-    return peak.measured ? 1.0 : device.efficiency.compute_fraction;
+    if (peak.measured) return 1.0;
+    return peak.achievable_fraction > 0 ? peak.achievable_fraction : device.efficiency.compute_fraction;
 }
 double derating_fraction(const Device& device, Level level) {
     const bool derate = level == Level::dram && (!device.level(level).measured || device.efficiency.dram_applies_to_measured);

@@ -47,6 +47,9 @@ struct ComputePeak {
     Unit unit = Unit::vector;
     double flops_per_s = 0;  ///< dense FLOP/s (OP/s for integer formats)
     bool measured = false;  ///< measured on the device: already achievable, not derated again
+    /// > 0: the fraction of this peak a GEMM microbenchmark of this format reached on the device (FP8 and FP4 GEMMs
+    /// reach less of theirs than 16-bit ones); derated evaluation uses it instead of Efficiency::compute_fraction
+    double achievable_fraction = 0;
     Provenance provenance;
 };
 

@@ -7,6 +7,7 @@
 #include "roofline/device.hpp"
 #include "roofline/format.hpp"
 
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -19,9 +20,11 @@ namespace roofline {
 
 /// How an engine sums the tensor-parallel partial outputs. ring: NCCL's ring, 2(N−1) steps each moving 1/N of the
 /// message; one_shot: every rank reads its N−1 peers' partial sums directly over the links (peer-to-peer access),
-/// one signal and one wait whatever N.
-enum class AllReduce : std::uint8_t { ring, one_shot };
-std::string_view all_reduce_name(AllReduce a);  ///< "ring" | "one-shot"
+/// one signal and one wait whatever N; two_shot: a reduce-scatter then an all-gather over peer-to-peer links, each
+/// rank moving 2(N−1)/N of the message (as the ring) in two signal-and-wait rounds (the custom all-reduces of the
+/// serving engines above a few hundred KB).
+enum class AllReduce : std::uint8_t { ring, one_shot, two_shot };
+std::string_view all_reduce_name(AllReduce a);  ///< "ring" | "one-shot" | "two-shot"
 
 /// One kernel for linear layers (a weight matrix times activations).
 struct LinearKernel {
@@ -32,6 +35,10 @@ struct LinearKernel {
     /// "activation" (the engine's activation format), "weights" (the weight format's own: fp8 weights multiply in
     /// fp8, int8-wo and int4-g* in fp16 after dequantization) or a DType name
     std::string compute = "activation";
+    /// Where the device has no matrix units for `compute` (FP4 or FP8 tensor cores), the format the kernel multiplies
+    /// in instead ("activation": weights dequantized in registers, W4A16 / W8A16 as Marlin-style kernels run them);
+    /// "" none: the combination is refused, naming the engine, the format and the device.
+    std::string fallback_compute;
     double tile_m = 64, tile_n = 64;        ///< output tile: rows × output features
     double dequant_every_rows = 0;          ///< > 0: weights dequantized again per block of this many rows
     bool dequant_overlapped = true;         ///< dequantization hides under the kernel's loads
@@ -63,6 +70,36 @@ struct PredictionInterval {
     double widen = 2;
 };
 
+/// How a serving engine schedules requests (continuous batching): its defaults, each with its source. Only engines
+/// with `defined` can be served (serving.hpp); the others run one static batch (estimate()).
+struct ServingPolicy {
+    bool defined = false;
+    double max_num_tokens = 8192;    ///< token budget of one iteration (decode tokens + prefill chunk)
+    double max_batch = 256;          ///< most sequences running at once (vLLM max_num_seqs, TRT-LLM max_batch_size)
+    double kv_memory_fraction = 0.9; ///< share of memory the KV cache may take (vLLM gpu_memory_utilization, ...)
+    bool kv_fraction_of_free = false;  ///< true: of the memory free after weights and reserves (TRT-LLM); false: of all
+    double kv_block_tokens = 16;     ///< tokens per KV block (paged attention)
+    bool kv_reserve_full = false;    ///< true: a request reserves blocks for prompt + every output token on admission
+    bool chunked_prefill = true;     ///< prompts split across iterations within the token budget
+    double cuda_graph_max_batch = 512;  ///< decode-only iterations up to this batch replay a CUDA graph
+    double iteration_overhead_s = 0;    ///< CPU time per iteration not hidden under the GPU's (scheduling, sampling)
+    double eager_launch_s = 0;          ///< per kernel outside CUDA graphs (host launch), added to the device's fixed cost
+    double graph_reserve_bytes = 0;     ///< memory held by captured graphs and the runtime besides the KV cache
+    /// The KV format the engine picks for a weight format when none is asked ("fp8" weights -> "fp8" KV);
+    /// otherwise the activation format.
+    std::map<std::string, std::string> kv_dtype_by_weights;
+    /// max_batch and max_num_tokens chosen per workload from the KV capacity, as `trtllm-bench` does
+    /// (tensorrt_llm/bench/tuning/heuristics.py), when the caller gives neither.
+    bool bench_tuning = false;
+    /// false: a prefill batch runs alone, the decodes waiting for it (SGLang's default); true: decodes and a
+    /// prefill chunk share an iteration (vLLM, TensorRT-LLM in-flight batching)
+    bool mixed_batches = true;
+    /// (device memory GiB at least, max_num_tokens, max_batch): defaults that depend on the device's memory, the
+    /// last row whose memory the device reaches applies (vLLM get_batch_defaults, SGLang's memory tiers)
+    std::vector<std::array<double, 3>> limits_by_memory;
+    std::string kv_dtype_for(const std::string& quant, const std::string& activation_format) const;
+};
+
 struct EngineBackend {
     std::string backend = "any";             ///< "any", "cuda", "rocm", "metal", "vulkan", "cpu"
     double kernel_fixed_cost_scale = 1.0;    ///< × the device's fixed cost per kernel
@@ -86,6 +123,7 @@ struct EngineBackend {
     /// whatever format conversions the engine's kernels make (0: four passes in the activation format)
     double attention_score_bytes = 0;
     PredictionInterval interval;  ///< prediction interval of its tokens/s
+    ServingPolicy serving;        ///< continuous-batching defaults (serving engines only)
     /// The op names op_kernels may name.
     static const std::vector<std::string>& op_kernel_names();
     /// Each property's source, by its engine_db key ("activation_format", "linear_kernels[1]", ...).

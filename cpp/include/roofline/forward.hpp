@@ -79,11 +79,13 @@ struct LinearPath {
     double alu_ops_per_mac = 0;     ///< LinearKernel::alu_ops_per_mac, on alu_format lanes
     DType alu_format = DType::int32;
     double launches = 1;
+    bool has_fallback = false;      ///< LinearKernel::fallback_compute: where the device lacks `compute` units
+    DType fallback = DType::fp16;
     bool operator==(const LinearPath& o) const {
         return max_rows == o.max_rows && unit == o.unit && compute == o.compute && tile_m == o.tile_m &&
                tile_n == o.tile_n && dequant_every_rows == o.dequant_every_rows && dequant_overlapped == o.dequant_overlapped &&
                efficiency == o.efficiency && alu_ops_per_mac == o.alu_ops_per_mac && alu_format == o.alu_format &&
-               launches == o.launches;
+               launches == o.launches && has_fallback == o.has_fallback && fallback == o.fallback;
     }
 };
 

@@ -1,0 +1,145 @@
+#include "bindings.hpp"
+
+#include "roofline/serving.hpp"
+
+using namespace roofline;
+
+namespace {
+template <class T>
+const T& to_py(const T& v) {
+    return v;
+}
+const std::string& to_py(PhaseBound b) { return phase_bound_names()[static_cast<std::size_t>(b)]; }
+
+ServingLoad load_of(double prompt_tokens, double gen_tokens, double concurrency, double request_rate, double num_requests) {
+    ServingLoad l;
+    l.prompt_tokens = prompt_tokens;
+    l.gen_tokens = gen_tokens;
+    l.concurrency = concurrency;
+    l.request_rate = request_rate;
+    l.num_requests = num_requests;
+    return l;
+}
+}  // namespace
+
+void register_serving(py::module_& m) {
+    m.def(
+        "serving_fields",
+        [] {
+            py::list out;
+            for (const FieldInfo& f : serving_fields()) out.append(py::make_tuple(f.name, f.type, f.unit, f.meaning, f.config));
+            return out;
+        },
+        "The serving estimate's field table: (name, C++ type, unit, meaning, False), in order");
+
+    py::class_<Parallelism>(m, "Parallelism", "Tensor / pipeline / expert parallelism and attention data parallelism")
+        .def(py::init([](int tensor, int pipeline, int expert, bool attention_data) {
+                 Parallelism p;
+                 p.tensor = tensor;
+                 p.pipeline = pipeline;
+                 p.expert = expert;
+                 p.attention_data = attention_data;
+                 return p;
+             }),
+             py::arg("tensor") = 1, py::arg("pipeline") = 1, py::arg("expert") = 1, py::arg("attention_data") = false)
+        .def_readonly("tensor", &Parallelism::tensor)
+        .def_readonly("pipeline", &Parallelism::pipeline)
+        .def_readonly("expert", &Parallelism::expert)
+        .def_readonly("attention_data", &Parallelism::attention_data)
+        .def_property_readonly("devices", &Parallelism::devices)
+        .def("notation", &Parallelism::notation)
+        .def("__repr__", [](const Parallelism& p) { return "Parallelism('" + p.notation() + "')"; });
+    m.def("parse_parallelism", &parse_parallelism, py::arg("text"),
+          "TensorRT-LLM's notation ('TP4', 'TP2,PP2', 'DEP8', 'TP8,EP8') as a Parallelism");
+
+    py::class_<ServingEstimate> cls(m, "ServingEstimate", "A serving estimate (fields: serving_fields())");
+#define ROOFLINE_X(name, type, unit, meaning) \
+    cls.def_property_readonly(#name, [](const ServingEstimate& e) { return to_py(e.name); }, meaning " [" unit "]");
+    ROOFLINE_SERVING_FIELDS(ROOFLINE_X)
+#undef ROOFLINE_X
+    cls.def_readonly("model", &ServingEstimate::model)
+        .def_readonly("quant", &ServingEstimate::quant)
+        .def_readonly("device", &ServingEstimate::device)
+        .def_readonly("engine", &ServingEstimate::engine)
+        .def_readonly("kv_dtype", &ServingEstimate::kv_dtype)
+        .def_readonly("parallel", &ServingEstimate::parallel)
+        .def_readonly("mode", &ServingEstimate::mode)
+        .def_readonly("batch_limit", &ServingEstimate::batch_limit)
+        .def_property_readonly("prompt_tokens", [](const ServingEstimate& e) { return e.load.prompt_tokens; })
+        .def_property_readonly("gen_tokens", [](const ServingEstimate& e) { return e.load.gen_tokens; })
+        .def_property_readonly("concurrency", [](const ServingEstimate& e) { return e.load.concurrency; })
+        .def_property_readonly("request_rate", [](const ServingEstimate& e) { return e.load.request_rate; })
+        .def_property_readonly("num_requests", [](const ServingEstimate& e) { return e.load.num_requests; })
+        .def("values",
+             [](const ServingEstimate& e) {
+                 py::list v;
+#define ROOFLINE_X(name, type, unit, meaning) v.append(to_py(e.name));
+                 ROOFLINE_SERVING_FIELDS(ROOFLINE_X)
+#undef ROOFLINE_X
+                 return py::tuple(v);
+             },
+             "Every field in serving_fields() order")
+        .def_property_readonly(
+            "breakdown_rows",
+            [](const ServingEstimate& e) {
+                py::list out;
+                for (const auto& r : e.breakdown)
+                    out.append(py::make_tuple(r.phase, r.op, r.count, r.flops, r.bytes, r.intensity(), r.seconds, r.bound,
+                                              r.flops_per_s(), r.compute));
+                return out;
+            },
+            "(phase, op, count, flops, bytes, intensity, seconds, bound, flops_per_s, compute) per op of one decode "
+            "iteration and one mixed iteration");
+
+    py::class_<ServingPlan>(m, "ServingPlan", "A deployment built once, evaluated under any load")
+        .def(py::init([](const Model& model, const Device& device, const std::string& quant, const std::string& engine,
+                         const std::string& kv_dtype, const Parallelism& parallel, double max_batch, double max_num_tokens,
+                         double gpu_memory_fraction) {
+                 ServingConfig c;
+                 c.quant = quant;
+                 c.engine = engine;
+                 c.kv_dtype = kv_dtype;
+                 c.parallel = parallel;
+                 c.max_batch = max_batch;
+                 c.max_num_tokens = max_num_tokens;
+                 c.gpu_memory_fraction = gpu_memory_fraction;
+                 py::gil_scoped_release release;
+                 return ServingPlan(model, device, c);
+             }),
+             py::arg("model"), py::arg("device"), py::arg("quant"), py::arg("engine") = "vllm", py::arg("kv_dtype") = "",
+             py::arg("parallel") = Parallelism{}, py::arg("max_batch") = 0.0, py::arg("max_num_tokens") = 0.0,
+             py::arg("gpu_memory_fraction") = 0.0)
+        .def(
+            "estimate",
+            [](const ServingPlan& p, double prompt_tokens, double gen_tokens, double concurrency, double request_rate,
+               double num_requests, bool breakdown) {
+                const ServingLoad l = load_of(prompt_tokens, gen_tokens, concurrency, request_rate, num_requests);
+                py::gil_scoped_release release;
+                return p.estimate(l, breakdown);
+            },
+            py::arg("prompt_tokens"), py::arg("gen_tokens"), py::arg("concurrency") = 0.0, py::arg("request_rate") = 0.0,
+            py::arg("num_requests") = 0.0, py::arg("breakdown") = true)
+        .def(
+            "rows",
+            [](const ServingPlan& p, const std::vector<std::array<double, 5>>& loads) {
+                // (prompt, gen, concurrency, rate, requests) per point -> one tuple of fields per point
+                std::vector<ServingRow> rows(loads.size());
+                {
+                    py::gil_scoped_release release;
+                    for (std::size_t i = 0; i < loads.size(); ++i) {
+                        const auto& x = loads[i];
+                        rows[i] = p.evaluate(load_of(x[0], x[1], x[2], x[3], x[4]));
+                    }
+                }
+                py::list out;
+                for (const ServingRow& e : rows) {
+                    py::list v;
+#define ROOFLINE_X(name, type, unit, meaning) v.append(to_py(e.name));
+                    ROOFLINE_SERVING_FIELDS(ROOFLINE_X)
+#undef ROOFLINE_X
+                    out.append(py::tuple(v));
+                }
+                return out;
+            },
+            py::arg("loads"), "The fields of every load (prompt, gen, concurrency, rate, requests), in serving_fields() order");
+}

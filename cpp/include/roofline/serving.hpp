@@ -1,0 +1,131 @@
+// Serving: a deployment (a serving engine's continuous batching, tensor / pipeline / expert parallelism, attention
+// data parallelism, the KV cache's share of memory) under a load (offline max load, N closed-loop clients, Poisson
+// arrivals) -> output tokens/s, TTFT, ITL, the running batch and the KV capacity. The model: docs/serving.md.
+#pragma once
+
+#include "roofline/device.hpp"
+#include "roofline/estimate.hpp"
+#include "roofline/model.hpp"
+#include "roofline/plan.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace roofline {
+
+/// How one copy of the model is spread over devices. devices() = tensor × pipeline. expert divides tensor: the
+/// experts of every MoE layer are split over `expert` ranks of the tensor-parallel group (TensorRT-LLM's moe_ep);
+/// attention_data: the ranks of the group run attention on sequences of their own (attention weights and KV cache
+/// whole on each), the MoE layers expert parallel across them (TensorRT-LLM enable_attention_dp, SGLang
+/// --enable-dp-attention).
+struct Parallelism {
+    int tensor = 1, pipeline = 1, expert = 1;
+    bool attention_data = false;
+    int devices() const { return tensor * pipeline; }
+    /// "TP4", "TP2,PP2", "DEP8", "TP8,EP8" (TensorRT-LLM's notation), as parse_parallelism reads it.
+    std::string notation() const;
+};
+
+/// TensorRT-LLM's notation: comma-separated TPn, PPn, EPn and DEPn (attention data parallel with expert parallel over
+/// n devices: TP n, EP n) terms, case-insensitive. InvalidArgument naming the term and what is allowed.
+Parallelism parse_parallelism(std::string_view text);
+
+/// What stays fixed across loads: the model on its devices under one engine.
+struct ServingConfig {
+    std::string quant = "fp8";
+    std::string engine = "vllm";
+    std::string kv_dtype;            ///< "" : the engine's choice for the weights (ServingPolicy::kv_dtype_for)
+    Parallelism parallel;
+    double max_batch = 0;            ///< 0: the engine's (or its benchmark's tuning rule)
+    double max_num_tokens = 0;       ///< 0: the engine's
+    double gpu_memory_fraction = 0;  ///< 0: the engine's kv_memory_fraction
+};
+
+/// The load. concurrency > 0: that many closed-loop clients (each sends its next request when the last completes);
+/// request_rate > 0: Poisson arrivals (requests/s); neither: offline max load (every request queued at once, as
+/// `trtllm-bench throughput` and vLLM's offline benchmark run). num_requests > 0 makes an offline run finite (ramp-up
+/// and drain counted); 0 is its steady state.
+struct ServingLoad {
+    double prompt_tokens = 1024, gen_tokens = 1024;
+    double concurrency = 0, request_rate = 0, num_requests = 0;
+};
+
+/// The numbers of one serving estimate: X(name, C++ type, unit, meaning). Per-rank memory.
+#define ROOFLINE_SERVING_FIELDS(X)                                                                                      \
+    X(devices, double, "", "devices of the deployment (tensor x pipeline parallel)")                                    \
+    X(output_tokens_per_s, double, "1/s", "generated tokens per second of the whole deployment")                        \
+    X(output_tokens_per_s_lo, double, "1/s", "low end of output_tokens_per_s's prediction interval")                     \
+    X(output_tokens_per_s_hi, double, "1/s", "high end of output_tokens_per_s's prediction interval")                    \
+    X(output_tokens_per_s_per_device, double, "1/s", "output_tokens_per_s / devices")                                   \
+    X(requests_per_s, double, "1/s", "requests completed per second")                                                   \
+    X(ttft_s, double, "s", "mean time to first token, queueing included (inf when the queue grows without bound)")      \
+    X(ttft_s_lo, double, "s", "low end of ttft_s's prediction interval")                                                \
+    X(ttft_s_hi, double, "s", "high end of ttft_s's prediction interval")                                               \
+    X(itl_s, double, "s", "mean inter-token latency: the mean iteration seen by a decoding sequence")                   \
+    X(itl_s_lo, double, "s", "low end of itl_s's prediction interval")                                                  \
+    X(itl_s_hi, double, "s", "high end of itl_s's prediction interval")                                                 \
+    X(tpot_s, double, "s", "mean time per output token after the first: (e2e_s - ttft_s) / (gen_tokens - 1)")          \
+    X(e2e_s, double, "s", "mean request latency, first request byte to last token")                                    \
+    X(running_batch, double, "", "sequences decoding together in the steady state, per scheduler (all micro-batches)")  \
+    X(max_running_batch, double, "", "the most the scheduler can run: max_batch, the KV cache and the token budget")    \
+    X(max_batch, double, "", "the engine's most sequences per micro-batch in use")                                     \
+    X(max_num_tokens, double, "", "the token budget of one iteration in use")                                          \
+    X(prefill_chunk_tokens, double, "", "prompt tokens a mixed iteration carries")                                     \
+    X(mixed_fraction, double, "", "share of iterations that carry a prefill chunk")                                    \
+    X(decode_iteration_s, double, "s", "an iteration of decodes alone at the running batch")                           \
+    X(mixed_iteration_s, double, "s", "an iteration of the running decodes and a prefill chunk")                       \
+    X(kv_capacity_tokens, double, "", "tokens the KV cache holds, per scheduler")                                      \
+    X(kv_memory_fraction, double, "", "share of memory the KV cache was given")                                        \
+    X(decode_bound, PhaseBound, "", "what bounds a decode iteration")                                                  \
+    X(prefill_bound, PhaseBound, "", "what bounds a mixed iteration")                                                  \
+    X(memory_weights, double, "B", "weights one device holds")                                                         \
+    X(memory_kv_cache, double, "B", "the KV cache one device holds")                                                   \
+    X(memory_activations, double, "B", "activations of one full-budget iteration on one device")                       \
+    X(memory_reserved, double, "B", "CUDA graphs, communication buffers and runtime besides them")                     \
+    X(memory_capacity, double, "B", "the device's DRAM")                                                               \
+    X(run_s, double, "s", "duration of a finite offline run (0: steady state)")                                        \
+    X(saturated, bool, "", "the load exceeds what the deployment serves: the queue grows")
+
+struct ServingRow {
+#define ROOFLINE_X(name, type, unit, meaning) type name{};
+    ROOFLINE_SERVING_FIELDS(ROOFLINE_X)
+#undef ROOFLINE_X
+};
+
+/// A serving estimate: its configuration, load, numbers and the breakdown of its two iterations.
+struct ServingEstimate : ServingRow {
+    std::string model, quant, device, engine, kv_dtype, parallel;
+    std::string mode;         ///< "offline", "concurrency", "rate"
+    std::string batch_limit;  ///< what limits max_running_batch: "max_batch", "kv_cache", "token_budget"
+    ServingLoad load;
+    std::vector<BreakdownRow> breakdown;  ///< phases "decode iteration" and "mixed iteration"
+};
+
+/// What the field table says of each serving field (FieldInfo of estimate.hpp; config false).
+const std::vector<FieldInfo>& serving_fields();
+
+/// A deployment built once and evaluated under any load: the estimate plan of one rank group and the memory
+/// split. Validates the engine (a serving engine), the parallelism against the model and the device, the formats.
+class ServingPlan {
+public:
+    ServingPlan(const Model& model, const Device& device, const ServingConfig& config);
+    /// Throws InvalidArgument naming the bad load value (token counts whole and >= 1, concurrency and rate not both).
+    /// `limit` (optional) gets what bounds max_running_batch: "kv_cache", "max_batch" or "token_budget".
+    ServingRow evaluate(const ServingLoad& load, std::vector<BreakdownRow>* breakdown = nullptr, std::string* limit = nullptr) const;
+    ServingEstimate estimate(const ServingLoad& load, bool breakdown = true) const;
+    const ServingConfig& config() const;
+    const EstimatePlan& plan() const;
+
+    struct Impl;
+
+private:
+    std::shared_ptr<const Impl> impl_;
+};
+
+/// ServingPlan(model, device, config).estimate(load).
+ServingEstimate serve(const Model& model, const Device& device, const ServingConfig& config, const ServingLoad& load);
+
+}  // namespace roofline

@@ -1,0 +1,629 @@
+// The serving model (docs/serving.md). One scheduler runs iterations of its running decodes plus, while prompts wait,
+// a prefill chunk filling the token budget (decode-first continuous batching). Its steady state is closed-form: with
+// B sequences decoding and each request needing ISL prefill tokens and n = OSL - 1 decode steps, completions per
+// iteration are B / n, so a fraction f = B·ISL / (P·n) of iterations carries a chunk of P tokens; the mean iteration
+// is t = f·t_mixed + (1 − f)·t_decode, the inter-token latency; output tokens/s = B·OSL / (n·t). Loads fix B: the
+// scheduler's limit at max load, Little's law for clients and arrival rates.
+#include "roofline/serving.hpp"
+
+#include "plan_impl.hpp"
+#include "roofline/engine.hpp"
+#include "roofline/errors.hpp"
+#include "roofline/format.hpp"
+#include "roofline/kv_cache.hpp"
+#include "roofline/ops/linear.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <limits>
+
+namespace roofline {
+
+namespace {
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr int kMaxRanks = 1024;
+
+int parse_degree(const std::string& term, std::size_t prefix, std::string_view text) {
+    const std::string digits = term.substr(prefix);
+    if (digits.empty() || digits.size() > 5 || !std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); }))
+        throw InvalidArgument("parallel: term '" + term + "' of '" + std::string(text) +
+                              "' must be TP, PP, EP or DEP followed by a whole number (e.g. 'TP2,PP2', 'DEP8')");
+    const int n = std::stoi(digits);
+    if (n < 1 || n > kMaxRanks)
+        throw InvalidArgument("parallel: term '" + term + "' must have a degree within [1, " + std::to_string(kMaxRanks) + "]");
+    return n;
+}
+}  // namespace
+
+std::string Parallelism::notation() const {
+    std::string s;
+    auto add = [&](const std::string& t) { s += (s.empty() ? "" : ",") + t; };
+    if (attention_data && expert == tensor) {
+        add("DEP" + std::to_string(tensor));
+    } else {
+        add("TP" + std::to_string(tensor));
+        if (expert > 1) add("EP" + std::to_string(expert));
+        if (attention_data) add("ADP");
+    }
+    if (pipeline > 1) add("PP" + std::to_string(pipeline));
+    return s;
+}
+
+Parallelism parse_parallelism(std::string_view text) {
+    Parallelism p;
+    if (text.size() > 64) throw InvalidArgument("parallel: at most 64 characters, got " + std::to_string(text.size()));
+    bool tp = false, pp = false, ep = false;
+    std::size_t start = 0;
+    std::string all(text);
+    if (all.find_first_not_of(" \t") == std::string::npos)
+        throw InvalidArgument("parallel: empty; write e.g. 'TP4', 'TP2,PP2' or 'DEP8'");
+    while (start <= all.size()) {
+        std::size_t end = all.find(',', start);
+        if (end == std::string::npos) end = all.size();
+        std::string term;
+        for (char c : all.substr(start, end - start))
+            if (!std::isspace(static_cast<unsigned char>(c))) term += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+        auto once = [&](bool& seen) {
+            if (seen) throw InvalidArgument("parallel: '" + all + "' sets the same degree twice ('" + term + "')");
+            seen = true;
+        };
+        if (term.rfind("DEP", 0) == 0) {
+            once(tp);
+            once(ep);
+            p.tensor = p.expert = parse_degree(term, 3, text);
+            p.attention_data = true;
+        } else if (term.rfind("TP", 0) == 0) {
+            once(tp);
+            p.tensor = parse_degree(term, 2, text);
+        } else if (term.rfind("PP", 0) == 0) {
+            once(pp);
+            p.pipeline = parse_degree(term, 2, text);
+        } else if (term.rfind("EP", 0) == 0) {
+            once(ep);
+            p.expert = parse_degree(term, 2, text);
+        } else {
+            throw InvalidArgument("parallel: term '" + term + "' of '" + all +
+                                  "' is not TPn, PPn, EPn or DEPn (e.g. 'TP4', 'TP2,PP2', 'DEP8')");
+        }
+        start = end + 1;
+    }
+    if (ep && !tp) p.tensor = p.expert;  // "EP8": the experts over the 8 ranks of a group of 8
+    if (p.tensor % p.expert != 0)
+        throw InvalidArgument("parallel: expert parallel " + std::to_string(p.expert) + " must divide tensor parallel " +
+                              std::to_string(p.tensor) + " (the experts are split over ranks of the tensor-parallel group)");
+    return p;
+}
+
+const std::vector<FieldInfo>& serving_fields() {
+    static const std::vector<FieldInfo> f = {
+#define ROOFLINE_X(name, type, unit, meaning) FieldInfo{#name, #type, unit, meaning, false},
+        ROOFLINE_SERVING_FIELDS(ROOFLINE_X)
+#undef ROOFLINE_X
+    };
+    return f;
+}
+
+struct ServingPlan::Impl {
+    ServingConfig config;
+    EstimatePlan plan;
+    const EstimatePlan::Impl* p = nullptr;
+    explicit Impl(EstimatePlan plan_) : plan(std::move(plan_)), p(&plan.impl()) {}
+    ServingPolicy policy;
+    std::string model_id, device_id, kv_dtype;
+    double pp = 1, units = 1;       // pipeline stages; schedulers (attention data-parallel ranks, else 1)
+    double ep_ranks = 1;            // ranks the experts are split over
+    bool dep = false;               // attention data parallel: experts split across schedulers
+    double interconnect_Bps = 0;    // between stages and for the all-to-all
+    double step_latency_s = 0;      // one synchronisation over the links
+    double hidden = 0, act_bytes = 2, moe_layers = 0;
+    double capacity = 0, weights = 0, reserve = 0, frac = 0;
+    double fixed_cost_s = 0;        // the device's fixed cost per kernel under this engine
+    double kv_token_bytes = 0;      // one token of one sequence on one rank (full-attention layers; PP split)
+    bool user_batch = false, user_tokens = false;
+
+    double seq_kv(double tokens) const {  // one sequence's KV on one rank, in whole blocks
+        const double blk = policy.kv_block_tokens;
+        return p->kv_bytes_per_sequence(std::ceil(tokens / blk) * blk) / pp;
+    }
+};
+
+namespace {
+
+std::string serving_engines_list() {
+    std::string s;
+    for (const Engine& e : default_engines()->engines())
+        for (const EngineBackend& b : e.backends)
+            if (b.serving.defined) {
+                s += (s.empty() ? "" : ", ") + e.id;
+                break;
+            }
+    return s;
+}
+
+// The KV-cache budget of one rank: the memory fraction of all memory (vLLM, SGLang) or of the memory free after the
+// weights, the activations of one full-budget pass and the reserves (TensorRT-LLM).
+double kv_budget(const ServingPlan::Impl& s, const ServingPolicy& policy, double activations) {
+    const double used = s.weights + activations + s.reserve;
+    return policy.kv_fraction_of_free ? s.frac * (s.capacity - used) : s.frac * s.capacity - used;
+}
+
+}  // namespace
+
+ServingPlan::ServingPlan(const Model& model, const Device& device, const ServingConfig& c) {
+    const std::shared_ptr<const Engine> eng = engine(c.engine);
+    const EngineBackend& backend = eng->on(device);
+    if (!backend.serving.defined)
+        throw InvalidArgument("engine '" + eng->id + "' on " + backend.backend +
+                              " has no continuous batching in engine_db; serving engines: " + serving_engines_list() +
+                              " (a static batch of any engine: estimate())");
+    const Parallelism& par = c.parallel;
+    for (auto [name, v] : {std::pair<const char*, int>{"tensor_parallel", par.tensor}, {"pipeline_parallel", par.pipeline},
+                           {"expert_parallel", par.expert}})
+        if (v < 1 || v > kMaxRanks)
+            throw InvalidArgument(std::string(name) + " must be a whole number within [1, " + std::to_string(kMaxRanks) +
+                                  "], got " + std::to_string(v));
+    if (par.tensor % par.expert != 0)
+        throw InvalidArgument("expert_parallel " + std::to_string(par.expert) + " must divide tensor_parallel " +
+                              std::to_string(par.tensor));
+    const Architecture& a = model.arch;
+    if ((par.expert > 1 || par.attention_data) && a.n_expert == 0)
+        throw InvalidArgument("model '" + a.id + "' has no experts: expert_parallel and attention_data_parallel need a MoE "
+                              "model (a dense model runs replicas, or tensor_parallel)");
+    if (par.expert > 1 && a.n_expert % par.expert != 0)
+        throw InvalidArgument("expert_parallel " + std::to_string(par.expert) + " must divide the " +
+                              std::to_string(a.n_expert) + " experts of model '" + a.id + "'");
+    if (par.pipeline > a.n_layer)
+        throw InvalidArgument("pipeline_parallel " + std::to_string(par.pipeline) + " exceeds the " +
+                              std::to_string(a.n_layer) + " layers of model '" + a.id + "'");
+    for (auto [name, v] : {std::pair<const char*, double>{"max_batch", c.max_batch}, {"max_num_tokens", c.max_num_tokens}}) {
+        check_size(name, v);
+        if (v != std::floor(v) || v > (1 << 24))
+            throw InvalidArgument(std::string(name) + " must be a whole number within [1, 16777216] (0 or None: the engine's), got " +
+                                  std::to_string(v));
+    }
+    check_size("gpu_memory_fraction", c.gpu_memory_fraction);
+    if (c.gpu_memory_fraction > 1)
+        throw InvalidArgument("gpu_memory_fraction must be within (0, 1] (0 or None: the engine's), got " + std::to_string(c.gpu_memory_fraction));
+
+    const std::string kv = c.kv_dtype.empty() ? backend.serving.kv_dtype_for(c.quant, backend.activation_format) : c.kv_dtype;
+    const int plan_tp = par.attention_data ? 1 : par.tensor;  // attention data parallel: each rank runs attention whole
+    auto s = std::make_shared<Impl>(EstimatePlan(model, device, PlanConfig(c.quant, kv, true, eng->id, plan_tp)));
+    s->config = c;
+    s->policy = backend.serving;
+    s->dep = par.attention_data;
+    s->units = par.attention_data ? par.tensor : 1;
+    s->ep_ranks = par.expert;
+    s->pp = par.pipeline;
+    s->kv_dtype = kv;
+    s->config.kv_dtype = kv;
+    const EstimatePlan::Impl& p = *s->p;
+    if (par.pipeline > 1 || par.attention_data) {
+        s->interconnect_Bps = device.interconnect_bandwidth();
+        if (s->interconnect_Bps <= 0)
+            throw InvalidArgument(par.notation() + " needs an interconnect; device '" + device.id + "' lists none");
+    }
+    s->step_latency_s = backend.collective_step_latency_s;
+    s->model_id = a.id;
+    s->device_id = device.id;
+    s->hidden = a.hidden;
+    s->act_bytes = p.act_bytes;
+    for (std::size_t i = 0; i < a.moe_layer.size(); ++i) s->moe_layers += a.moe_layer[i] ? 1 : 0;
+    s->capacity = p.capacity_bytes;
+    // weights of one rank: the plan's split; under attention DP the experts split over the expert ranks; layers
+    // over the pipeline stages
+    double w = p.device_weight_bytes;
+    if (par.attention_data) w = w - p.expert_weight_bytes() + p.expert_weight_bytes() / par.expert;
+    s->weights = w / s->pp;
+    s->reserve = s->policy.graph_reserve_bytes + backend.runtime_overhead_bytes;
+    s->frac = c.gpu_memory_fraction > 0 ? c.gpu_memory_fraction : s->policy.kv_memory_fraction;
+    s->fixed_cost_s = p.device->efficiency.launch_overhead_s;
+    s->kv_token_bytes = p.kv_bytes_per_sequence(1) / s->pp;
+    for (const auto& [gib, tokens, batch] : s->policy.limits_by_memory)  // the device's memory tier
+        if (s->capacity >= gib * 1073741824.0) {
+            s->policy.max_num_tokens = tokens;
+            s->policy.max_batch = batch;
+        }
+    s->user_batch = c.max_batch > 0;
+    s->user_tokens = c.max_num_tokens > 0;
+    if (s->user_batch) s->policy.max_batch = c.max_batch;
+    if (s->user_tokens) s->policy.max_num_tokens = c.max_num_tokens;
+    if (kv_budget(*s, s->policy, p.activation_bytes(s->policy.max_num_tokens, std::min(s->policy.max_batch, s->policy.max_num_tokens))) <= 0)
+        throw InvalidArgument("model '" + a.id + "' in " + c.quant + " does not fit " + par.notation() + " on '" + device.id +
+                              "': " + std::to_string(s->weights / 1e9).substr(0, 6) + " GB of weights per device leave no KV cache in " +
+                              std::to_string(s->capacity / 1e9).substr(0, 6) + " GB (more devices, or a smaller quantization)");
+    impl_ = std::move(s);
+}
+
+const ServingConfig& ServingPlan::config() const { return impl_->config; }
+const EstimatePlan& ServingPlan::plan() const { return impl_->plan; }
+
+namespace {
+
+// The iterations of one scheduler at a running batch, and what they cost.
+struct Iterations {
+    double b = 0;            // decodes per micro-batch
+    double micro = 1;        // micro-batches in flight (pipeline stages busy)
+    double chunk = 0;        // prefill tokens of a mixed iteration
+    double f = 0;            // share of iterations carrying a chunk
+    double t_decode = 0, t_mixed = 0, t_mean = 0;  // per micro-batch period (the ITL)
+    double chunks_per_prompt = 1;
+    PhaseBound decode_bound = PhaseBound::absent, prefill_bound = PhaseBound::absent;
+};
+
+class Evaluator {
+    using Impl_ExpertSplit = EstimatePlan::Impl::ExpertSplit;
+
+public:
+    Evaluator(const ServingPlan::Impl& s, const ServingPolicy& policy, const ServingLoad& l)
+        : s_(s), policy_(policy), p_(*s.p), isl_(l.prompt_tokens), osl_(l.gen_tokens) {
+        n_ = osl_ - 1;
+        ctx_ = isl_ + osl_ / 2;  // mean context of a decoding sequence (staggered)
+    }
+
+    double budget() const { return policy_.max_num_tokens; }
+
+    // Prefill tokens one mixed iteration of a micro-batch with b decodes carries.
+    double chunk_of(double b) const {
+        // prompts waiting in the steady state: the B / n completions of an iteration are replaced (at least one)
+        const double waiting = isl_ * std::max(1.0, std::ceil(b / std::max(n_, 1.0)));
+        const double room = policy_.mixed_batches ? budget() - b : budget();
+        if (room < 1) return 0;
+        if (policy_.chunked_prefill) return std::min(room, waiting);
+        return std::min(std::floor(room / isl_) * isl_, waiting);  // whole prompts only
+    }
+
+    // The largest decodes per micro-batch the token budget sustains: b·ISL <= chunk(b)·n.
+    double budget_batch() const {
+        if (n_ <= 0) return 0;
+        if (!policy_.mixed_batches) return kInf;  // prefill batches apart: the budget does not bound the decodes
+        if (policy_.chunked_prefill) return std::floor(budget() * n_ / (isl_ + n_));
+        double best = 0;
+        const double m_star = budget() / (n_ + isl_);
+        for (double m = std::max(1.0, std::floor(m_star) - 1); m <= std::floor(m_star) + 2; ++m) {
+            const double b = std::min(m * n_, budget() - m * isl_);
+            if (b >= 1) best = std::max(best, std::floor(b));
+        }
+        return best;
+    }
+
+    // Expert split and all-to-all of a pass over `rows` rows per scheduler.
+    Impl_ExpertSplit split(double rows) const {
+        Impl_ExpertSplit e;
+        const double E = s_.ep_ranks;
+        if (E <= 1) return e;
+        const double k = p_.structure->arch.n_expert_used;
+        // rows each rank's experts receive on average, and the busiest rank's share of them: the maximum of E
+        // balanced multinomial loads, m + sqrt(2 m ln E) (random routing; a skewed router is worse)
+        const double mean_rows = s_.dep ? rows * k : rows * k / E;
+        e.imbalance = mean_rows > 0 ? 1 + std::sqrt(2 * std::log(E) * (1 - 1 / E) / mean_rows) : 1;
+        if (s_.dep) {
+            e.ranks = E;
+            e.global_tokens = rows * E;
+        }
+        return e;
+    }
+    double all_to_all_s(double rows) const {
+        if (!s_.dep || s_.ep_ranks <= 1 || rows <= 0) return 0;
+        const double E = s_.ep_ranks, k = p_.structure->arch.n_expert_used;
+        const double bytes = rows * k * s_.hidden * s_.act_bytes * (E - 1) / E;  // each way
+        return s_.moe_layers * 2 * (bytes / s_.interconnect_Bps + s_.step_latency_s);
+    }
+    double send_recv_s(double rows) const {  // hidden states handed from stage to stage, one pass
+        if (s_.pp <= 1) return 0;
+        return (s_.pp - 1) * (rows * s_.hidden * s_.act_bytes / p_.options.tensor_parallel / s_.interconnect_Bps + s_.step_latency_s);
+    }
+    // Host time of an iteration that does not replay a CUDA graph: its kernels launched one by one, hidden under
+    // the GPU's time unless they are shorter.
+    double host_bound(const PhaseSums& gpu, double seconds, bool graph) const {
+        if (graph || policy_.eager_launch_s <= 0 || s_.fixed_cost_s <= 0) return seconds;
+        const double kernels = gpu.derated.overhead_s / s_.fixed_cost_s;
+        return std::max(seconds, kernels * (s_.fixed_cost_s + policy_.eager_launch_s));
+    }
+
+    const PhaseSums& prompt_attention(double chunk) {
+        if (chunk != attn_chunk_) {
+            attn_chunk_ = chunk;
+            attn_ = p_.chunked_attention(p_.prefill_attention(isl_, 0, policy_.chunked_prefill ? chunk : 0), 1);
+        }
+        return attn_;
+    }
+
+    // The iterations at B decodes per scheduler (all micro-batches together).
+    Iterations at(double B, std::vector<BreakdownRow>* breakdown = nullptr) {
+        Iterations it;
+        it.micro = std::min(s_.pp, std::max(1.0, B));
+        it.b = std::max(B / it.micro, 0.0);
+        const double b = it.b;
+        it.chunk = chunk_of(std::max(b, 1.0));
+        // mixed: the share of iterations carrying a chunk; apart: prefill iterations per decode iteration
+        if (n_ > 0 && b > 0 && it.chunk > 0) it.f = b * isl_ / (it.chunk * n_);
+        if (policy_.mixed_batches) it.f = std::min(1.0, it.f);
+        if (n_ <= 0) it.f = 1;
+        const double ctx = std::max(1.0, ctx_);
+        // decode iteration
+        Impl_ExpertSplit e = split(b);
+        const PhaseSums sd = p_.step(b, b, &e, breakdown, "decode iteration");
+        const PhaseSums ad = b > 0 ? p_.decode_attention(b, ctx, breakdown, "decode iteration") : PhaseSums{};
+        PhaseSums dec = sd;
+        add(dec, ad);
+        const bool graph = b <= policy_.cuda_graph_max_batch;
+        it.t_decode = b > 0 ? host_bound(dec, dec.seconds, graph) + all_to_all_s(b) + send_recv_s(b) + policy_.iteration_overhead_s : 0;
+        it.decode_bound = b > 0 ? phase_bound(dec.derated) : PhaseBound::absent;
+        // mixed iteration: the decodes and a chunk (its share of one prompt's attention over its chunks)
+        if (it.chunk > 0) {
+            const double decodes = policy_.mixed_batches ? b : 0;
+            const double rows = decodes + it.chunk;
+            Impl_ExpertSplit em = split(rows);
+            const PhaseSums sm = p_.step(rows, decodes + 1, &em, breakdown, "mixed iteration");
+            PhaseSums mix = sm;
+            if (decodes > 0) add(mix, ad);
+            const PhaseSums& pa = prompt_attention(it.chunk);
+            PhaseSums share = pa;
+            scale(share, it.chunk / isl_);
+            add(mix, share);
+            it.t_mixed = host_bound(mix, mix.seconds, false) + all_to_all_s(rows) + send_recv_s(rows) + policy_.iteration_overhead_s;
+            it.prefill_bound = phase_bound(mix.derated);
+            it.chunks_per_prompt = std::ceil(isl_ / it.chunk);
+        }
+        // the mean period between two tokens of a decoding sequence
+        it.t_mean = policy_.mixed_batches ? it.f * it.t_mixed + (1 - it.f) * it.t_decode : it.t_decode + it.f * it.t_mixed;
+        return it;
+    }
+
+    // Output tokens/s of one scheduler at B decodes.
+    double rate(const Iterations& it) const {
+        if (n_ <= 0) return it.t_mixed > 0 ? it.micro * it.chunk / isl_ * osl_ / it.t_mixed : 0;
+        return it.t_mean > 0 ? it.micro * it.b * osl_ / (n_ * it.t_mean) : 0;
+    }
+    // Time to first token of a request that finds the scheduler at `it`, without queueing: the rest of the
+    // current iteration, then its prompt's chunks.
+    double ttft_service(const Iterations& it) const { return it.t_mean / 2 + it.chunks_per_prompt * it.t_mixed; }
+
+    double n() const { return n_; }
+    double isl() const { return isl_; }
+    double osl() const { return osl_; }
+
+private:
+    static void add(PhaseSums& a, const PhaseSums& b) {
+        a.seconds += b.seconds;
+        a.ideal_seconds += b.ideal_seconds;
+        a.derated += b.derated;
+        a.flops += b.flops;
+        a.bytes += b.bytes;
+    }
+    static void scale(PhaseSums& a, double k) {
+        a.seconds *= k;
+        a.ideal_seconds *= k;
+        a.derated = a.derated.work_scaled(k);
+        a.derated.overhead_s *= k;
+        a.flops *= k;
+        a.bytes *= k;
+    }
+    const ServingPlan::Impl& s_;
+    const ServingPolicy& policy_;
+    const EstimatePlan::Impl& p_;
+    double isl_, osl_, n_ = 0, ctx_ = 0;
+    double attn_chunk_ = -1;
+    PhaseSums attn_;
+};
+
+}  // namespace
+
+ServingRow ServingPlan::evaluate(const ServingLoad& l, std::vector<BreakdownRow>* breakdown, std::string* limit) const {
+    const Impl& s = *impl_;
+    for (auto [name, v] : {std::pair<const char*, double>{"prompt_tokens", l.prompt_tokens}, {"gen_tokens", l.gen_tokens}}) {
+        check_size(name, v, true);
+        if (v != std::floor(v) || v > (1 << 24))
+            throw InvalidArgument(std::string(name) + " must be a whole number within [1, 16777216], got " + std::to_string(v));
+    }
+    const double ctx_max = s.p->structure->arch.max_context;
+    if (ctx_max > 0 && l.prompt_tokens + l.gen_tokens > ctx_max)
+        throw InvalidArgument("prompt_tokens + gen_tokens = " + std::to_string(static_cast<long long>(l.prompt_tokens + l.gen_tokens)) +
+                              " exceeds the " + std::to_string(static_cast<long long>(ctx_max)) + "-token context of model '" + s.model_id + "'");
+    check_size("concurrency", l.concurrency);
+    check_size("request_rate", l.request_rate);
+    check_size("num_requests", l.num_requests);
+    if (l.concurrency > 0 && l.request_rate > 0)
+        throw InvalidArgument("concurrency and request_rate are exclusive: give one (or neither for offline max load)");
+    if (l.concurrency != std::floor(l.concurrency) || l.num_requests != std::floor(l.num_requests))
+        throw InvalidArgument("concurrency and num_requests must be whole numbers");
+    if (l.concurrency > 1e7 || l.num_requests > 1e9 || l.request_rate > 1e9)
+        throw InvalidArgument("concurrency (<= 1e7), num_requests (<= 1e9) and request_rate (<= 1e9 per s) are bounded");
+
+    ServingPolicy policy = s.policy;
+    const double isl = l.prompt_tokens, osl = l.gen_tokens;
+    // trtllm-bench's tuning: max_batch and max_num_tokens from the KV capacity of the whole group
+    // (tensorrt_llm/bench/tuning/heuristics.py: KV of every layer at max(TP, KV heads), 0.95 of what the weights leave)
+    if (policy.bench_tuning && !s.user_batch && !s.user_tokens) {
+        const Architecture& a = s.p->structure->arch;
+        const double tp = s.config.parallel.tensor, pp = s.pp;
+        const double kv_elem = parse_kv_format(s.kv_dtype).bytes_per_element();
+        const double kv_token = 2.0 * a.n_layer * std::max<double>(tp, a.n_kv_head) * a.head_dim * kv_elem;
+        const double weights = s.p->structure->weight_bytes;
+        const double available = s.dep ? s.capacity * pp - weights / tp : s.capacity * tp * pp - weights;
+        const double requests = std::max(0.0, available * 0.95 / (kv_token * (isl + osl)));
+        const double raw_bs = std::min(requests, 4096.0) / pp;
+        const double raw_tok = std::min(raw_bs * (1 + isl / osl), 32768.0);
+        auto up = [](double x, double q) { return std::ceil(x / q) * q; };
+        policy.max_batch = raw_bs < 256 ? std::max(64.0, up(raw_bs, 32)) : raw_bs < 1024 ? up(raw_bs, 128) : up(raw_bs, 256);
+        policy.max_num_tokens = raw_tok < 4096 ? std::max(2048.0, up(raw_tok, 256)) : raw_tok < 8192 ? up(raw_tok, 512) : up(raw_tok, 1024);
+        if (!policy.chunked_prefill) policy.max_num_tokens = std::max(policy.max_num_tokens, isl + policy.max_batch);
+    }
+    Evaluator e(s, policy, l);
+    if (!policy.chunked_prefill && isl > policy.max_num_tokens)
+        throw InvalidArgument("prompt_tokens " + std::to_string(static_cast<long long>(isl)) + " exceed max_num_tokens " +
+                              std::to_string(static_cast<long long>(policy.max_num_tokens)) + " of engine '" + s.config.engine +
+                              "', which does not chunk prompts: raise max_num_tokens");
+
+    ServingRow r;
+    r.devices = s.config.parallel.devices();
+    r.max_batch = policy.max_batch;
+    r.max_num_tokens = policy.max_num_tokens;
+    r.memory_capacity = s.capacity;
+    r.memory_weights = s.weights;
+    r.memory_reserved = s.reserve;
+    r.memory_activations = s.p->activation_bytes(policy.max_num_tokens, std::min(policy.max_batch, policy.max_num_tokens));
+    const double kv_bytes = kv_budget(s, policy, r.memory_activations);
+    if (kv_bytes <= 0)
+        throw InvalidArgument("model '" + s.model_id + "' leaves no KV cache on '" + s.device_id + "' with max_num_tokens " +
+                              std::to_string(static_cast<long long>(policy.max_num_tokens)) + " (fewer tokens per iteration, or more devices)");
+    r.memory_kv_cache = kv_bytes;
+    r.kv_memory_fraction = kv_bytes / s.capacity;
+    r.kv_capacity_tokens = std::floor(kv_bytes / s.kv_token_bytes);
+
+    // the scheduler's limit: sequences per micro-batch, the KV cache (a request reserves its whole length, or holds
+    // its mean length while the running batch is staggered), the token budget
+    const double per_seq = policy.kv_reserve_full ? s.seq_kv(isl + osl) : s.seq_kv(isl + osl / 2);
+    const double by_kv = std::floor(kv_bytes / per_seq);
+    const double by_batch = s.pp * policy.max_batch;
+    const double by_budget = s.pp * e.budget_batch();
+    double cap = std::min({by_batch, by_kv, osl > 1 ? by_budget : kInf});
+    r.max_running_batch = cap;
+    if (limit) *limit = cap == by_kv ? "kv_cache" : cap == by_batch ? "max_batch" : "token_budget";
+    if (cap < 1)
+        throw InvalidArgument("not one request of " + std::to_string(static_cast<long long>(isl + osl)) + " tokens fits the KV cache of model '" +
+                              s.model_id + "' on '" + s.device_id + "' (" + std::to_string(r.kv_capacity_tokens) + " tokens)");
+
+    const double units = s.units;
+    const double n = e.n();
+    Iterations it;
+    double rate_tok = 0, ttft = 0, e2e = 0;
+    r.saturated = false;
+    if (l.concurrency > 0) {
+        const double c = std::max(1.0, l.concurrency / units);
+        // the share of clients decoding: n decode iterations of every n + chunks + 1/2 a cycle takes
+        double B = std::min(cap, std::max(1.0, c * n / (n + 1.5)));
+        for (int i = 0; i < 6; ++i) {
+            it = e.at(B);
+            const double cycle = e.ttft_service(it) + n * it.t_mean;
+            const double next = std::min(cap, std::max(n > 0 ? 1.0 : 0.0, c * n * it.t_mean / std::max(cycle, 1e-30)));
+            if (std::abs(next - B) < 0.01 * B + 0.01) {
+                B = next;
+                break;
+            }
+            B = next;
+        }
+        it = e.at(B, breakdown);
+        rate_tok = e.rate(it);
+        const double cycle = e.ttft_service(it) + n * it.t_mean;
+        if (c * osl / cycle > rate_tok * 1.0000001 && B >= cap) {  // more clients than the scheduler runs: they queue
+            e2e = c * osl / rate_tok;
+            ttft = e2e - n * it.t_mean;
+        } else {
+            rate_tok = c * osl / cycle;
+            e2e = cycle;
+            ttft = e.ttft_service(it);
+        }
+        r.running_batch = B;
+    } else if (l.request_rate > 0) {
+        const double lam = l.request_rate / units;  // requests/s per scheduler
+        const Iterations full = e.at(cap);
+        const double capacity_req = e.rate(full) / osl;
+        if (lam >= capacity_req) {
+            r.saturated = true;
+            it = e.at(cap, breakdown);
+            rate_tok = e.rate(it);
+            ttft = e2e = kInf;
+            r.running_batch = cap;
+        } else {
+            double B = std::max(n > 0 ? 1.0 : 0.0, std::min(cap, lam * n * e.at(1).t_mean));
+            for (int i = 0; i < 12; ++i) {  // Little's law: B = λ · n · t(B), t increasing in B
+                it = e.at(B);
+                const double next = std::min(cap, std::max(n > 0 ? 1.0 : 0.0, lam * n * it.t_mean));
+                if (std::abs(next - B) < 0.005 * B + 0.01) {
+                    B = next;
+                    break;
+                }
+                B = next;
+            }
+            it = e.at(B, breakdown);
+            // prompts wait for the prefill share of iterations: M/D/1 with service chunks × t_mixed
+            const double service = it.chunks_per_prompt * it.t_mixed;
+            const double rho = lam * service;
+            if (rho >= 1) {
+                r.saturated = true;
+                ttft = e2e = kInf;
+            } else {
+                ttft = it.t_mean / 2 + rho / (2 * (1 - rho)) * service + service;
+                e2e = ttft + n * it.t_mean;
+            }
+            rate_tok = lam * osl;
+            r.running_batch = B;
+        }
+    } else {
+        const double N = l.num_requests / units;
+        const double B = N > 0 ? std::min(cap, std::max(1.0, std::floor(N))) : cap;
+        it = e.at(B, breakdown);
+        const double steady = e.rate(it);  // tokens/s
+        const double period = it.t_mean;
+        r.running_batch = B;
+        if (N <= 0) {
+            rate_tok = steady;
+            ttft = e.ttft_service(it);
+            e2e = ttft + n * period;
+        } else {
+            // ramp-up: the first B prompts in full-budget iterations; steady state; drain as the batch empties
+            Iterations fill_it = e.at(0);
+            const double fill_iters = std::ceil(B * isl / (it.micro * policy.max_num_tokens));
+            const double t_fill_iter = fill_it.t_mixed > 0 ? fill_it.t_mixed : it.t_mixed;
+            const double t_fill = fill_iters * t_fill_iter;
+            double total;
+            const double tau = n > 0 ? n * period / B : t_fill_iter * isl / policy.max_num_tokens;  // per completion
+            if (N <= cap || n <= 0) {
+                total = t_fill + n * it.t_decode;
+                ttft = (t_fill + t_fill_iter) / 2;
+            } else {
+                const Iterations half = e.at(std::max(1.0, B / 2));
+                total = t_fill + (N - B) * tau + n / 2 * period + n * half.t_decode;
+                const double later = N - B;
+                ttft = (B * t_fill / 2 + later * t_fill + tau * later * (later + 1) / 2) / N + e.ttft_service(it);
+            }
+            r.run_s = total;
+            rate_tok = N * osl / total;
+            e2e = ttft + n * period;
+        }
+    }
+    r.output_tokens_per_s = rate_tok * units;
+    r.requests_per_s = r.output_tokens_per_s / osl;
+    r.output_tokens_per_s_per_device = r.output_tokens_per_s / r.devices;
+    r.itl_s = it.t_mean;
+    r.ttft_s = ttft;
+    r.e2e_s = e2e;
+    r.tpot_s = n > 0 ? (std::isfinite(e2e) ? (e2e - ttft) / n : it.t_mean) : 0;
+    r.prefill_chunk_tokens = it.chunk;
+    r.mixed_fraction = it.f;
+    r.decode_iteration_s = it.t_decode;
+    r.mixed_iteration_s = it.t_mixed;
+    r.decode_bound = it.decode_bound;
+    r.prefill_bound = it.prefill_bound;
+    const EstimatePlan::Impl& p = *s.p;
+    r.output_tokens_per_s_lo = r.output_tokens_per_s * p.decode_lo;
+    r.output_tokens_per_s_hi = r.output_tokens_per_s * p.decode_hi;
+    r.itl_s_lo = r.itl_s / p.decode_hi;
+    r.itl_s_hi = r.itl_s / p.decode_lo;
+    r.ttft_s_lo = r.ttft_s / p.prefill_hi;
+    r.ttft_s_hi = r.ttft_s / p.prefill_lo;
+    return r;
+}
+
+ServingEstimate ServingPlan::estimate(const ServingLoad& load, bool breakdown) const {
+    ServingEstimate e;
+    static_cast<ServingRow&>(e) = evaluate(load, breakdown ? &e.breakdown : nullptr, &e.batch_limit);
+    const Impl& s = *impl_;
+    e.model = s.model_id;
+    e.quant = s.config.quant;
+    e.device = s.device_id;
+    e.engine = s.plan.engine_id();
+    e.kv_dtype = s.kv_dtype;
+    e.parallel = s.config.parallel.notation();
+    e.mode = load.concurrency > 0 ? "concurrency" : load.request_rate > 0 ? "rate" : "offline";
+    e.load = load;
+    return e;
+}
+
+ServingEstimate serve(const Model& model, const Device& device, const ServingConfig& config, const ServingLoad& load) {
+    return ServingPlan(model, device, config).estimate(load);
+}
+
+}  // namespace roofline
