@@ -11,6 +11,7 @@ so build and install first.
   (``_core.estimate_fields()``: name, C++ type, unit, meaning, is a configuration field). ``rp.Estimate`` derives
   from its ``EstimateFields``, so mypy knows ``est.decode_tokens_per_s: float``. Adding a field to the table in C++
   is one line; this script carries it to Python and the stubs.
+  The serving estimate's table (``_core.serving_fields()``) gives ``ServingFields`` the same way.
 - ``_core/__init__.pyi``, ``_core/calibration.pyi``, ``_core/ops.pyi``: stubs of the extension module, by
   pybind11-stubgen (the version is pinned in scripts/setup.sh and written in each file's first line). Signatures
   that pybind11 rendered with C++ names (``roofline::OpCost``: a class used by a binding registered before it) are
@@ -108,6 +109,21 @@ def fields_source(rows: Sequence[FieldRow]) -> str:
     return "\n".join(out) + "\n"
 
 
+def serving_fields_source(rows: Sequence[FieldRow]) -> str:
+    """The serving estimate's part of _fields.py (``_core.serving_fields()``): SERVING_FIELDS and ServingFields."""
+    out = ["", "", *_tuple("SERVING_FIELDS", [r[0] for r in rows],
+                           "The serving estimate's fields (rooflinepy.ServingEstimate), in the table's order."),
+           "", "", "class ServingFields:",
+           '    """The numbers of :class:`rooflinepy.ServingEstimate`, in SI units; a unit in brackets ends each',
+           '    docstring. Memory is one device\'s."""', "", "    __slots__ = ()", ""]
+    for name, cpp_type, unit, meaning, _ in rows:
+        if cpp_type not in TYPES or not name.isidentifier():
+            raise GenerateError(f"serving field '{name}' ({cpp_type}) has no Python type or is not an identifier")
+        out.append(f"    {name}: {TYPES[cpp_type]}")
+        out.append("    " + _doc(f"{meaning} [{unit}]" if unit else meaning))
+    return "\n".join(out) + "\n"
+
+
 def stubgen_version() -> str:
     try:
         return importlib.metadata.version("pybind11-stubgen")
@@ -157,8 +173,10 @@ def generate(out: Path) -> List[Path]:
         raise GenerateError(f"cannot import rooflinepy._core ({e}): build and install the package first") from None
     rows: List[FieldRow] = [(str(name), str(cpp_type), str(unit), str(meaning), bool(config))
                             for name, cpp_type, unit, meaning, config in _core.estimate_fields()]
+    serving: List[FieldRow] = [(str(name), str(cpp_type), str(unit), str(meaning), bool(config))
+                               for name, cpp_type, unit, meaning, config in _core.serving_fields()]
     out.mkdir(parents=True, exist_ok=True)
-    (out / FIELDS_FILE).write_text(fields_source(rows))
+    (out / FIELDS_FILE).write_text(fields_source(rows) + serving_fields_source(serving))
     classes = [name for name in dir(_core) if isinstance(getattr(_core, name), type)]
     write_stubs(out, classes)
     return sorted(p.relative_to(out) for p in [out / FIELDS_FILE, *(out / STUB_DIR).rglob("*.pyi")])

@@ -1,5 +1,6 @@
 #include "bindings.hpp"
 
+#include "roofline/engine.hpp"
 #include "roofline/serving.hpp"
 
 using namespace roofline;
@@ -49,6 +50,14 @@ void register_serving(py::module_& m) {
         .def_property_readonly("devices", &Parallelism::devices)
         .def("notation", &Parallelism::notation)
         .def("__repr__", [](const Parallelism& p) { return "Parallelism('" + p.notation() + "')"; });
+    m.def(
+        "parse_engine",
+        [](const std::string& json_text, const std::string& origin) {
+            const auto db = default_engines();
+            return parse_engine(json_text, origin, &db->engines());
+        },
+        py::arg("json_text"), py::arg("origin") = "<string>",
+        "An engine from engine_db JSON text (its based_on looked up in the default engine_db): a fit's trial engine");
     m.def("parse_parallelism", &parse_parallelism, py::arg("text"),
           "TensorRT-LLM's notation ('TP4', 'TP2,PP2', 'DEP8', 'TP8,EP8') as a Parallelism");
 
@@ -94,7 +103,7 @@ void register_serving(py::module_& m) {
     py::class_<ServingPlan>(m, "ServingPlan", "A deployment built once, evaluated under any load")
         .def(py::init([](const Model& model, const Device& device, const std::string& quant, const std::string& engine,
                          const std::string& kv_dtype, const Parallelism& parallel, double max_batch, double max_num_tokens,
-                         double gpu_memory_fraction) {
+                         double gpu_memory_fraction, const Engine* engine_object) {
                  ServingConfig c;
                  c.quant = quant;
                  c.engine = engine;
@@ -103,12 +112,13 @@ void register_serving(py::module_& m) {
                  c.max_batch = max_batch;
                  c.max_num_tokens = max_num_tokens;
                  c.gpu_memory_fraction = gpu_memory_fraction;
+                 if (engine_object) c.engine_object = std::make_shared<const Engine>(*engine_object);
                  py::gil_scoped_release release;
                  return ServingPlan(model, device, c);
              }),
              py::arg("model"), py::arg("device"), py::arg("quant"), py::arg("engine") = "vllm", py::arg("kv_dtype") = "",
              py::arg("parallel") = Parallelism{}, py::arg("max_batch") = 0.0, py::arg("max_num_tokens") = 0.0,
-             py::arg("gpu_memory_fraction") = 0.0)
+             py::arg("gpu_memory_fraction") = 0.0, py::arg("engine_object") = nullptr)
         .def(
             "estimate",
             [](const ServingPlan& p, double prompt_tokens, double gen_tokens, double concurrency, double request_rate,

@@ -191,7 +191,8 @@ const std::vector<std::string>& backend_keys() {
         "op_kernels", "prefill_ubatch_tokens", "flash_attention_version", "attention_score_bytes",
         "prediction_interval", "max_num_tokens", "max_batch", "kv_memory_fraction", "kv_memory_of", "kv_block_tokens",
         "kv_reservation", "chunked_prefill", "cuda_graph_max_batch", "iteration_overhead_us", "eager_launch_us",
-        "graph_reserve_GB", "kv_dtype_by_weights", "max_batch_tuning", "mixed_batches", "limits_by_memory"};
+        "graph_reserve_GB", "kv_dtype_by_weights", "max_batch_tuning", "mixed_batches", "limits_by_memory",
+        "host_per_sequence_us"};
     return keys;
 }
 
@@ -201,7 +202,7 @@ bool is_serving_key(const std::string& key) {
                                                   "kv_block_tokens", "kv_reservation", "chunked_prefill",
                                                   "cuda_graph_max_batch", "iteration_overhead_us", "eager_launch_us",
                                                   "graph_reserve_GB", "kv_dtype_by_weights", "max_batch_tuning",
-                                                  "mixed_batches", "limits_by_memory"};
+                                                  "mixed_batches", "limits_by_memory", "host_per_sequence_us"};
     return std::find(keys.begin(), keys.end(), key) != keys.end();
 }
 
@@ -278,6 +279,7 @@ void apply_backend(EngineBackend& b, JsonObject o, const nlohmann::json& raw) {
     serving_number("kv_block_tokens", sv.kv_block_tokens, 1, 1 << 16);
     serving_number("cuda_graph_max_batch", sv.cuda_graph_max_batch, 0, 1 << 20);
     serving_number("iteration_overhead_us", sv.iteration_overhead_s, 0, 1e6, 1e-6);
+    serving_number("host_per_sequence_us", sv.host_per_sequence_s, 0, 1e4, 1e-6);
     serving_number("eager_launch_us", sv.eager_launch_s, 0, 1e4, 1e-6);
     serving_number("graph_reserve_GB", sv.graph_reserve_bytes, 0, 1e4, 1e9);
     if (o.has("kv_memory_of")) {
@@ -561,6 +563,7 @@ std::string Engine::to_json(int indent) const {
             x["chunked_prefill"] = prop(b, "chunked_prefill", sv.chunked_prefill);
             x["cuda_graph_max_batch"] = prop(b, "cuda_graph_max_batch", sv.cuda_graph_max_batch);
             x["iteration_overhead_us"] = prop(b, "iteration_overhead_us", sv.iteration_overhead_s * 1e6);
+            x["host_per_sequence_us"] = prop(b, "host_per_sequence_us", sv.host_per_sequence_s * 1e6);
             x["eager_launch_us"] = prop(b, "eager_launch_us", sv.eager_launch_s * 1e6);
             x["graph_reserve_GB"] = prop(b, "graph_reserve_GB", sv.graph_reserve_bytes / 1e9);
             x["kv_dtype_by_weights"] = prop(b, "kv_dtype_by_weights", sv.kv_dtype_by_weights);

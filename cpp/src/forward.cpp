@@ -24,14 +24,18 @@ double activation_flops(const std::string& act) {
 }
 
 // What forward_slots does with a layer tensor of a role (one hash lookup instead of a chain of comparisons).
-enum class Role { other, norm, q_norm, k_norm, projection, router, experts, attn_output, ffn_down };
+enum class Role { other, norm, q_norm, k_norm, latent_norm, projection, latent_up, router, experts, attn_output, ffn_down,
+                  shared_down };
 Role role_kind(const std::string& role) {
     static const std::unordered_map<std::string, Role> roles = {
         {"attn_norm", Role::norm}, {"ffn_norm", Role::norm}, {"post_attention_norm", Role::norm},
         {"post_ffw_norm", Role::norm}, {"attn_q_norm", Role::q_norm}, {"attn_k_norm", Role::k_norm},
         {"attn_q", Role::projection}, {"attn_k", Role::projection}, {"attn_v", Role::projection},
         {"attn_qkv", Role::projection}, {"ffn_gate", Role::projection}, {"ffn_up", Role::projection},
-        {"ffn_gate_shexp", Role::projection}, {"ffn_up_shexp", Role::projection}, {"ffn_down_shexp", Role::projection},
+        {"ffn_gate_shexp", Role::projection}, {"ffn_up_shexp", Role::projection}, {"ffn_down_shexp", Role::shared_down},
+        {"attn_q_a", Role::projection}, {"attn_q_b", Role::projection}, {"attn_kv_a_mqa", Role::projection},
+        {"attn_q_a_norm", Role::latent_norm}, {"attn_kv_a_norm", Role::latent_norm}, {"attn_k_b", Role::latent_up},
+        {"attn_v_b", Role::latent_up},
         {"ffn_gate_inp", Role::router}, {"ffn_gate_exps", Role::experts}, {"ffn_up_exps", Role::experts},
         {"ffn_down_exps", Role::experts}, {"attn_output", Role::attn_output}, {"ffn_down", Role::ffn_down}};
     const auto it = roles.find(role);
@@ -49,8 +53,9 @@ std::size_t slot_hash(const OpSlot& s) {
     std::size_t h = std::hash<std::string>{}(s.name);
     auto mix = [&h](double v) { h ^= std::hash<double>{}(v == 0 ? 0.0 : v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
     for (double v : {static_cast<double>(s.kind), static_cast<double>(s.per_sequence), static_cast<double>(s.builder),
-                     s.scale, s.a, s.b, s.c, s.k, s.n, s.experts, s.top_k, s.heads, s.kv_heads, s.head_dim, s.window,
-                     s.bytes_per_row, s.format.bits_per_element})
+                     static_cast<double>(s.phase), s.scale, s.a, s.b, s.c, s.k, s.n, s.experts, s.top_k, s.groups, s.heads,
+                     s.kv_heads, s.head_dim, s.window, s.latent, s.rope_dim, s.v_dim, s.bytes_per_row,
+                     s.format.bits_per_element})
         mix(v);
     h ^= std::hash<std::string>{}(s.format.name) + (h << 6) + (h >> 2);
     return h;
@@ -58,10 +63,11 @@ std::size_t slot_hash(const OpSlot& s) {
 
 // Everything but the count: two slots that compare equal cost the same at every point.
 bool same_slot(const OpSlot& x, const OpSlot& y) {
-    return x.kind == y.kind && x.per_sequence == y.per_sequence && x.builder == y.builder && x.scale == y.scale &&
-           x.a == y.a && x.b == y.b && x.c == y.c && x.k == y.k && x.n == y.n && x.experts == y.experts &&
-           x.top_k == y.top_k && x.heads == y.heads && x.kv_heads == y.kv_heads && x.head_dim == y.head_dim &&
-           x.window == y.window && x.bytes_per_row == y.bytes_per_row && x.name == y.name && same_format(x.format, y.format) &&
+    return x.kind == y.kind && x.per_sequence == y.per_sequence && x.builder == y.builder && x.phase == y.phase &&
+           x.scale == y.scale && x.a == y.a && x.b == y.b && x.c == y.c && x.k == y.k && x.n == y.n &&
+           x.experts == y.experts && x.top_k == y.top_k && x.groups == y.groups && x.heads == y.heads &&
+           x.kv_heads == y.kv_heads && x.head_dim == y.head_dim && x.window == y.window && x.latent == y.latent &&
+           x.rope_dim == y.rope_dim && x.v_dim == y.v_dim && x.bytes_per_row == y.bytes_per_row && x.name == y.name && same_format(x.format, y.format) &&
            x.paths == y.paths;
 }
 
@@ -222,6 +228,9 @@ struct SlotBuilder {
 bool replicated_under_tensor_parallel(const WeightTensor& w, const PhaseOptions& options) {
     const std::string& r = w.role;
     if (r == "token_embd" || r == "output") return !options.vocab_parallel;
+    // MLA's down-projections to the q and KV latents: every rank computes the whole latent (vLLM ReplicatedLinear),
+    // and DeepSeek's router bias
+    if (r == "attn_q_a" || r == "attn_kv_a_mqa" || r == "exp_probs_b") return true;
     return is_norm_role(r) || r == "position_embd" || (w.is_bias() && (r == "attn_output" || r == "ffn_down"));
 }
 
@@ -232,12 +241,15 @@ std::vector<OpSlot> forward_slots(const Model& model, const std::vector<TensorFo
         throw InvalidArgument("forward_ops: one format per weight tensor is needed");
     const Architecture& a = model.arch;
     const double tp = options.tensor_parallel;
-    if (a.n_head % options.tensor_parallel != 0 || a.n_kv_head % options.tensor_parallel != 0)
-        throw InvalidArgument("tensor_parallel " + std::to_string(options.tensor_parallel) + " must divide the heads (" +
-                              std::to_string(a.n_head) + ") and KV heads (" + std::to_string(a.n_kv_head) + ")");
+    // the KV heads split over the ranks, or, with more ranks than KV heads, replicated: one per rank (vLLM's
+    // QKVParallelLinear, TensorRT-LLM), which needs the ranks to be a multiple of the KV heads
+    const int tpi = options.tensor_parallel;
+    if (a.n_head % tpi != 0 || (a.n_kv_head % tpi != 0 && tpi % a.n_kv_head != 0))
+        throw InvalidArgument("tensor_parallel " + std::to_string(tpi) + " must divide the heads (" + std::to_string(a.n_head) +
+                              ") and divide, or be a multiple of, the KV heads (" + std::to_string(a.n_kv_head) + ")");
     SlotBuilder b{model, formats, options, {}, {}, {}, {}};
     const double H = a.hidden;
-    const double heads = a.n_head / tp, kv_heads = a.n_kv_head / tp, d = a.head_dim;
+    const double heads = a.n_head / tp, kv_heads = tp > a.n_kv_head ? 1.0 : a.n_kv_head / tp, d = a.head_dim;
     auto flush = [&] {
         for (const auto& s : b.layer) b.merge(s);
         b.layer.clear();
@@ -264,6 +276,8 @@ std::vector<OpSlot> forward_slots(const Model& model, const std::vector<TensorFo
     std::size_t pos = 0;
     for (int l = 0; l < a.n_layer; ++l) {
         const double window = a.window.empty() ? 0 : a.window[static_cast<std::size_t>(l)];
+        const bool rope = a.position == PositionKind::rope && (a.nope_layer.empty() || !a.nope_layer[static_cast<std::size_t>(l)]);
+        Format latent_weights = options.activation;  // MLA: attn_k_b's format, for the prefill's expansion of the past
         for (; pos < order.size() && model.tensors[order[pos]].layer == l; ++pos) {
             const std::size_t t = order[pos];
             const WeightTensor& w = model.tensors[t];
@@ -283,9 +297,32 @@ std::vector<OpSlot> forward_slots(const Model& model, const std::vector<TensorFo
             case Role::k_norm:
                 b.rows(r, RowsBuilder::rmsnorm, kv_heads, d);
                 break;
-            case Role::projection:
-                b.linear(t, r);
+            case Role::latent_norm:  // MLA: RMSNorm of the q or KV latent, on every rank
+                b.rows(r, RowsBuilder::rmsnorm, 1, w.shape[0]);
                 break;
+            case Role::projection: {
+                OpSlot& s = b.linear(t, r, !replicated_under_tensor_parallel(w, options));
+                if ((r == "attn_k" || r == "attn_v") && tp > a.n_kv_head) s.n = w.shape[1] / a.n_kv_head;  // one head, replicated
+                break;
+            }
+            case Role::latent_up: {
+                // MLA's kv_b_proj per head, [qk_nope, kv_lora_rank, heads] (attn_k_b) and [kv_lora_rank, v_head_dim,
+                // heads] (attn_v_b). Decode (absorbed): q_nope × W_UK into the latent, and the latent attention output
+                // × W_UV, per head — a batched GEMM of heads per rank. Prefill (expanded): the new tokens' latent ×
+                // W_UK, W_UV into per-head K (nope part) and V — one GEMM. The same FLOPs and weights per row in
+                // both forms; the activations differ.
+                const bool k_b = r == "attn_k_b";
+                if (k_b) latent_weights = formats[t].format;
+                OpSlot& absorbed = b.linear(t, r);
+                absorbed.phase = SlotPhase::one_token;
+                absorbed.n = w.shape[1];
+                absorbed.groups = w.shape[2] / tp;
+                OpSlot& expanded = b.linear(t, r);
+                expanded.phase = SlotPhase::many_tokens;
+                expanded.k = a.kv_lora_rank;
+                expanded.n = (k_b ? w.shape[0] : w.shape[1]) * w.shape[2] / tp;
+                break;
+            }
             case Role::router:
                 b.linear(t, r);
                 b.rows("moe_topk", RowsBuilder::softmax, 1, a.n_expert);
@@ -298,18 +335,35 @@ std::vector<OpSlot> forward_slots(const Model& model, const std::vector<TensorFo
                 break;
             case Role::attn_output: {
                 // attention happens between the projections and attn_output
-                if (a.position == PositionKind::rope) b.rows("rope", RowsBuilder::elementwise, (heads + kv_heads) * d, 3, 1, 1);
-                b.rows("kv_append", RowsBuilder::kv_append, 1, kv_heads, d).format = options.kv;
-                OpSlot& at = b.add("attention", SlotKind::attention);
-                at.heads = heads;
-                at.kv_heads = kv_heads;
-                at.head_dim = d;
-                at.window = window;
+                if (a.mla()) {
+                    // RoPE on q_rope of every head and on the one shared k_rope; the cache entry is one latent of
+                    // kv_lora_rank + rope elements, kv_append's 2·kv_heads·head_dim with 1 × (latent + rope) / 2
+                    if (rope) b.rows("rope", RowsBuilder::elementwise, (heads + 1) * a.qk_rope_dim, 3, 1, 1);
+                    b.rows("kv_append", RowsBuilder::kv_append, 1, 1, (a.kv_lora_rank + a.qk_rope_dim) / 2).format = options.kv;
+                    OpSlot& at = b.add("attention", SlotKind::attention);
+                    at.heads = heads;
+                    at.kv_heads = 1;  // decode: one latent every head attends
+                    at.head_dim = d;
+                    at.window = window;
+                    at.latent = a.kv_lora_rank;
+                    at.rope_dim = a.qk_rope_dim;
+                    at.v_dim = a.v_head_dim;
+                    at.format = latent_weights;
+                } else {
+                    if (rope) b.rows("rope", RowsBuilder::elementwise, (heads + kv_heads) * d, 3, 1, 1);
+                    b.rows("kv_append", RowsBuilder::kv_append, 1, kv_heads, d).format = options.kv;
+                    OpSlot& at = b.add("attention", SlotKind::attention);
+                    at.heads = heads;
+                    at.kv_heads = kv_heads;
+                    at.head_dim = d;
+                    at.window = window;
+                }
                 b.linear(t, r);
                 if (tp > 1) b.all_reduce();
                 b.rows("residual_add", RowsBuilder::elementwise, H, 1, 2, 1);
                 break;
             }
+            case Role::shared_down:  // the shared expert closes a MoE layer: its activation, then as ffn_down
             case Role::ffn_down: {
                 const double inner = w.shape[0] / tp;
                 if (a.mlp == MlpKind::gated)
@@ -366,21 +420,21 @@ OpCost linear_gemm(const OpSlot& s, const PhaseOptions& options, double rows, co
     // activations in the engine's format, their multiply-adds in the kernel's compute format
     Format act = options.activation;
     act.compute = p.compute;
-    OpCost op = ops::gemm(rows, s.n, s.k, act, s.format, options.activation, ops::GemmOptions{p.unit, 0, 1, p.dequant_overlapped});
-    if (p.alu_ops_per_mac > 0) op.add_flops(Unit::vector, p.alu_format, p.alu_ops_per_mac * rows * s.n * s.k);
+    OpCost op = ops::gemm(rows, s.n, s.k, act, s.format, options.activation, ops::GemmOptions{p.unit, 0, s.groups, p.dequant_overlapped});
+    if (p.alu_ops_per_mac > 0) op.add_flops(Unit::vector, p.alu_format, p.alu_ops_per_mac * rows * s.n * s.k * s.groups);
     op.launches *= p.launches;
     return op;
 }
 
 OpCost linear_dequant_pass(const OpSlot& s, const LinearPath& p) {
     OpCost op;
-    op.add_dequant(s.format, s.k * s.n, p.dequant_overlapped);
+    op.add_dequant(s.format, s.k * s.n * s.groups, p.dequant_overlapped);
     return op;
 }
 
 double linear_utilization(const OpSlot& s, const PhaseOptions& options, double rows, const LinearPath& p) {
     if (p.unit != Unit::matrix) return 1.0;
-    return ops::gemm_utilization(rows, s.n, p.tile_m, p.tile_n, options.compute_units) * p.efficiency;
+    return ops::gemm_utilization(rows, s.n * s.groups, p.tile_m, p.tile_n, options.compute_units) * p.efficiency;
 }
 
 PhaseOptions phase_options(const EngineBackend& e, std::string_view engine_id, const Format& kv, bool flash, int tp) {
@@ -435,7 +489,18 @@ OpCost slot_cost(const OpSlot& s, const PhaseOptions& options, double batch, dou
             break;
         case SlotKind::attention: {
             const double context = past + tokens;
-            if (tokens == 1) {
+            if (s.latent > 0) {  // MLA: absorbed in decode, expanded in prefill
+                if (tokens == 1) {
+                    const double c = s.window > 0 ? std::min(context, s.window) : context;
+                    op = ops::mla_decode_attention(batch, s.heads, c, s.latent, s.rope_dim, act, options.kv, options.attention,
+                                                   options.attention_score_bytes);
+                } else {
+                    const double kv_len = s.window > 0 ? std::min(context, s.window + tokens - 1) : context;
+                    ops::AttentionShape shape{batch, s.heads, tokens, kv_len, s.head_dim, true, s.heads};
+                    op = ops::mla_prefill_attention(shape, s.latent, s.rope_dim, s.head_dim, s.v_dim, act, options.kv, s.format,
+                                                    options.attention, options.flash, options.attention_score_bytes);
+                }
+            } else if (tokens == 1) {
                 const double c = s.window > 0 ? std::min(context, s.window) : context;
                 op = ops::decode_attention(batch, s.heads, s.kv_heads, c, s.head_dim, act, options.kv, options.attention,
                                            options.attention_score_bytes);
@@ -472,6 +537,7 @@ std::vector<PhaseOp> forward_ops(const Model& model, const std::vector<TensorFor
     std::vector<PhaseOp> ops;
     std::map<std::string, std::size_t> index;  // merge identical ops (of slots that differ only where this point does not look)
     for (const auto& s : slots) {
+        if (!runs_in(s.phase, tokens)) continue;
         if (s.kind == SlotKind::all_reduce) {
             const double bytes = slot_rows(s, batch, tokens) * s.bytes_per_row;
             bool merged = false;

@@ -30,6 +30,7 @@ KvLayout KvLayout::of(const Architecture& a) {
     KvLayout k;
     k.kv_heads = a.n_kv_head;
     k.head_dim = a.head_dim;
+    if (a.mla()) k.latent = a.kv_lora_rank + a.qk_rope_dim;
     std::vector<std::pair<double, double>> windows;
     for (int l = 0; l < a.n_layer; ++l) {
         const double w = a.window.empty() ? 0 : a.window[static_cast<std::size_t>(l)];
@@ -59,13 +60,14 @@ double KvLayout::token_layers_read(double prompt, double gen) const {
     return t;
 }
 
-double kv_bytes_per_token_layer(const Architecture& a, const Format& kv) { return kv_bytes(1, 1, a.n_kv_head, a.head_dim, kv); }
+double kv_bytes_per_token_layer(const Architecture& a, const Format& kv) { return KvLayout::of(a).token_layer_bytes(kv); }
 
 double kv_cache_bytes(const Architecture& a, double batch, double context, const Format& kv, double tensor_parallel) {
     check_count("batch", batch);
     check_count("context", context);
     check_range("tensor_parallel", tensor_parallel, 1, 1024);
-    return batch * KvLayout::of(a).token_layers(context) * kv_bytes_per_token_layer(a, kv) / tensor_parallel;
+    const KvLayout layout = KvLayout::of(a);
+    return batch * layout.token_layers(context) * layout.token_layer_bytes(kv, tensor_parallel);
 }
 
 double kv_cache_bytes_read(const Architecture& a, double batch, double prompt, double gen, const Format& kv) {

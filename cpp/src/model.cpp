@@ -18,7 +18,8 @@ namespace roofline {
 namespace {
 
 const std::vector<std::string> kModelTypes = {"llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe",
-                                              "gemma", "gemma2", "gemma3", "gemma3_text", "phi3", "gpt2", "gpt_oss"};
+                                              "gemma", "gemma2", "gemma3", "gemma3_text", "phi3", "gpt2", "gpt_oss",
+                                              "deepseek_v3", "llama4_text"};
 
 double num(const nlohmann::json& j, const std::string& key, const std::string& origin, double fallback = -1) {
     auto it = j.find(key);
@@ -104,6 +105,13 @@ void check_architecture(Architecture& a, const std::string& origin) {
     if (a.n_expert > 0 && (a.n_expert_used < 1 || a.n_expert_used > a.n_expert))
         bad("num_experts_per_tok must be within [1, " + std::to_string(a.n_expert) + "], got " +
             std::to_string(a.n_expert_used));
+    if (a.mla()) {
+        within("q_lora_rank", a.q_lora_rank, 0, kMaxHidden);
+        within("kv_lora_rank", a.kv_lora_rank, 1, kMaxHidden);
+        within("qk_rope_head_dim", a.qk_rope_dim, 1, kMaxHeadDim);
+        within("v_head_dim", a.v_head_dim, 1, kMaxHeadDim);
+        if (a.head_dim <= a.qk_rope_dim) bad("qk_nope_head_dim must be >= 1, got " + num_text(a.head_dim - a.qk_rope_dim));
+    }
     if (a.window.empty()) a.window.assign(static_cast<std::size_t>(a.n_layer), 0.0);
     if (a.moe_layer.empty()) a.moe_layer.assign(static_cast<std::size_t>(a.n_layer), a.n_expert > 0);
 }
@@ -111,6 +119,33 @@ void check_architecture(Architecture& a, const std::string& origin) {
 // Sliding windows from the config: "layer_types" when present, else the model family's pattern.
 void read_windows(Architecture& a, const nlohmann::json& c) {
     a.window.assign(static_cast<std::size_t>(a.n_layer), 0.0);
+    if (a.model_type == "llama4_text") {
+        // iRoPE: the RoPE layers attend within aligned chunks of attention_chunk_size tokens, the NoPE layers (every
+        // no_rope_layer_interval-th, or those no_rope_layers marks 0) the whole context. A chunk is modelled as a
+        // window of the chunk size (see Architecture::window).
+        const double chunk = num(c, "attention_chunk_size", "config", 8192);
+        const int interval = count_field(c, "no_rope_layer_interval", "config", 4);
+        a.nope_layer.assign(static_cast<std::size_t>(a.n_layer), false);
+        const auto it = c.find("no_rope_layers");
+        const bool listed = it != c.end() && it->is_array() && it->size() == static_cast<std::size_t>(a.n_layer);
+        if (it != c.end() && it->is_array() && !it->empty() && !listed)
+            throw InvalidArgument("config: field 'no_rope_layers' must list one 0 or 1 per layer (" +
+                                  std::to_string(a.n_layer) + "), got " + std::to_string(it->size()) + " values");
+        for (int i = 0; i < a.n_layer; ++i) {
+            const auto li = static_cast<std::size_t>(i);
+            if (listed) {
+                const auto& v = (*it)[li];
+                if (!v.is_number_integer() || (v.get<int>() != 0 && v.get<int>() != 1))
+                    throw InvalidArgument("config: field 'no_rope_layers'[" + std::to_string(i) +
+                                          "] must be 0 (NoPE) or 1 (RoPE), got " + v.dump());
+                a.nope_layer[li] = v.get<int>() == 0;
+            } else {
+                a.nope_layer[li] = interval > 0 && (i + 1) % interval == 0;
+            }
+            if (!a.nope_layer[li]) a.window[li] = chunk;
+        }
+        return;
+    }
     const double w = num(c, "sliding_window", "config", 0);  // a string or a flag is an error, not "no window"
     if (w <= 0) return;
     if (auto it = c.find("layer_types"); it != c.end() && it->is_array()) {
@@ -187,7 +222,8 @@ Architecture architecture_from_config(const nlohmann::json& c, const std::string
         static const std::map<std::string, std::string> gguf = {
             {"llama", "llama"}, {"mistral", "llama"}, {"mixtral", "llama"}, {"qwen2", "qwen2"}, {"qwen3", "qwen3"},
             {"qwen3_moe", "qwen3moe"}, {"gemma", "gemma"}, {"gemma2", "gemma2"}, {"gemma3", "gemma3"},
-            {"gemma3_text", "gemma3"}, {"phi3", "phi3"}, {"gpt_oss", "gpt-oss"}};
+            {"gemma3_text", "gemma3"}, {"phi3", "phi3"}, {"gpt_oss", "gpt-oss"}, {"deepseek_v3", "deepseek2"},
+            {"llama4_text", "llama4"}};
         a.gguf_arch = gguf.at(t);
         if (t == "mixtral" || t == "gpt_oss") {
             a.n_expert = count_field(c, "num_local_experts", origin);
@@ -199,9 +235,31 @@ Architecture architecture_from_config(const nlohmann::json& c, const std::string
             a.expert_ffn = num(c, "moe_intermediate_size", origin);
             a.shared_ffn = num(c, "shared_expert_intermediate_size", origin, 0);
             a.n_shared_expert = a.shared_ffn > 0 ? 1 : 0;
+        } else if (t == "llama4_text") {
+            // intermediate_size: every routed expert and the shared expert; intermediate_size_mlp: the dense layers
+            a.n_expert = count_field(c, "num_local_experts", origin);
+            a.n_expert_used = count_field(c, "num_experts_per_tok", origin);
+            a.expert_ffn = a.shared_ffn = a.ffn;
+            a.n_shared_expert = 1;
+            a.ffn = num(c, "intermediate_size_mlp", origin, 16384);
+        } else if (t == "deepseek_v3") {
+            a.n_expert = count_field(c, "n_routed_experts", origin);
+            a.n_expert_used = count_field(c, "num_experts_per_tok", origin);
+            a.expert_ffn = num(c, "moe_intermediate_size", origin);
+            // the shared experts are one MLP n_shared_experts × moe_intermediate_size wide (HF DeepseekV3MoE)
+            a.n_shared_expert = count_field(c, "n_shared_experts", origin, 0);
+            a.shared_ffn = a.n_shared_expert * a.expert_ffn;
+            a.q_lora_rank = num(c, "q_lora_rank", origin, 0);  // null: q_proj straight from the hidden state
+            a.kv_lora_rank = num(c, "kv_lora_rank", origin);
+            a.qk_rope_dim = num(c, "qk_rope_head_dim", origin);
+            a.v_head_dim = num(c, "v_head_dim", origin);
+            if (a.kv_lora_rank < 1 || a.qk_rope_dim < 1 || a.v_head_dim < 1)
+                throw InvalidArgument(origin + ": kv_lora_rank, qk_rope_head_dim and v_head_dim must be >= 1, got " +
+                                      num_text(a.kv_lora_rank) + ", " + num_text(a.qk_rope_dim) + ", " + num_text(a.v_head_dim));
         }
     }
     a.head_dim = num(c, "head_dim", origin, a.n_head > 0 ? a.hidden / a.n_head : 0.0);  // "256" is an error, not 128
+    if (a.mla()) a.head_dim = num(c, "qk_nope_head_dim", origin) + a.qk_rope_dim;  // the query/key head size
     // Before anything is allocated per layer (windows, MoE layers, tensors).
     if (a.n_layer > kMaxLayers)
         throw InvalidArgument(origin + ": " + (t == "gpt2" ? "n_layer" : "num_hidden_layers") + " must be within [1, " +
@@ -216,6 +274,22 @@ Architecture architecture_from_config(const nlohmann::json& c, const std::string
                 if (v.is_number_integer()) dense.insert(v.get<int>());
         for (int i = 0; i < a.n_layer; ++i)
             if (dense.count(i) || step < 1 || (i + 1) % step != 0) a.moe_layer[static_cast<std::size_t>(i)] = false;
+        if (t == "llama4_text") {  // moe_layers, else every interleave_moe_layer_step-th layer from step - 1 on
+            const int every = count_field(c, "interleave_moe_layer_step", origin, 1);
+            const auto it = c.find("moe_layers");
+            const bool listed = it != c.end() && it->is_array();
+            std::set<int> moe;
+            if (listed)
+                for (const auto& v : *it)
+                    if (v.is_number_integer()) moe.insert(v.get<int>());
+            for (int i = 0; i < a.n_layer; ++i)
+                a.moe_layer[static_cast<std::size_t>(i)] = listed ? moe.count(i) > 0 : every >= 1 && (i + 1) % every == 0;
+        }
+        if (t == "deepseek_v3") {  // MoE from layer first_k_dense_replace on, every moe_layer_freq-th
+            const int first = count_field(c, "first_k_dense_replace", origin, 0);
+            const int freq = count_field(c, "moe_layer_freq", origin, 1);
+            for (int i = 0; i < a.n_layer; ++i) a.moe_layer[static_cast<std::size_t>(i)] = i >= first && freq >= 1 && i % freq == 0;
+        }
     }
     check_architecture(a, origin);
     return a;
@@ -235,7 +309,22 @@ std::vector<WeightTensor> tensors_of(const Architecture& a) {
         const auto li = static_cast<std::size_t>(l);
         add("attn_norm", l, {H});
         if (a.norm == NormKind::layernorm) add("attn_norm", l, {H}, "bias");
-        if (a.fused_qkv) {
+        if (a.mla()) {
+            // llama.cpp's deepseek2 tensors: q through a low-rank latent (q_lora_rank 0: attn_q from the hidden
+            // state), one K/V latent and the shared RoPE key, kv_b_proj split per head into attn_k_b
+            // [qk_nope, kv_lora_rank, heads] and attn_v_b [kv_lora_rank, v_head_dim, heads]
+            if (a.q_lora_rank > 0) {
+                add("attn_q_a", l, {H, a.q_lora_rank});
+                add("attn_q_a_norm", l, {a.q_lora_rank});
+                add("attn_q_b", l, {a.q_lora_rank, a.q_dim()});
+            } else {
+                add("attn_q", l, {H, a.q_dim()});
+            }
+            add("attn_kv_a_mqa", l, {H, a.kv_lora_rank + a.qk_rope_dim});
+            add("attn_kv_a_norm", l, {a.kv_lora_rank});
+            add("attn_k_b", l, {a.qk_nope_dim(), a.kv_lora_rank, static_cast<double>(a.n_head)});
+            add("attn_v_b", l, {a.kv_lora_rank, a.v_head_dim, static_cast<double>(a.n_head)});
+        } else if (a.fused_qkv) {
             add("attn_qkv", l, {H, a.q_dim() + 2 * a.kv_dim()});
             if (a.qkv_bias) add("attn_qkv", l, {a.q_dim() + 2 * a.kv_dim()}, "bias");
         } else {
@@ -252,7 +341,7 @@ std::vector<WeightTensor> tensors_of(const Architecture& a) {
             add("attn_q_norm", l, {a.head_dim});
             add("attn_k_norm", l, {a.head_dim});
         }
-        add("attn_output", l, {a.q_dim(), H});
+        add("attn_output", l, {a.mla() ? a.n_head * a.v_head_dim : a.q_dim(), H});
         if (a.linear_bias) add("attn_output", l, {H}, "bias");
         if (a.post_norms) add("post_attention_norm", l, {H});
         add("ffn_norm", l, {H});
@@ -268,6 +357,7 @@ std::vector<WeightTensor> tensors_of(const Architecture& a) {
                 add("ffn_up_shexp", l, {H, a.shared_ffn});
                 add("ffn_down_shexp", l, {a.shared_ffn, H});
             }
+            if (a.model_type == "deepseek_v3") add("exp_probs_b", l, {E}, "bias");  // e_score_correction_bias
         } else if (a.mlp == MlpKind::gated) {
             if (a.fused_gate_up) {
                 add("ffn_up", l, {H, 2 * a.ffn});
@@ -308,7 +398,8 @@ std::vector<std::string> supported_model_types() { return kModelTypes; }
 bool is_linear_role(std::string_view role) {
     static const std::set<std::string, std::less<>> linear = {
         "attn_q", "attn_k", "attn_v", "attn_qkv", "attn_output", "ffn_gate", "ffn_up", "ffn_down", "ffn_gate_exps",
-        "ffn_up_exps", "ffn_down_exps", "ffn_gate_shexp", "ffn_up_shexp", "ffn_down_shexp", "output"};
+        "ffn_up_exps", "ffn_down_exps", "ffn_gate_shexp", "ffn_up_shexp", "ffn_down_shexp", "output",
+        "attn_q_a", "attn_q_b", "attn_kv_a_mqa", "attn_k_b", "attn_v_b"};
     return linear.count(role) > 0;
 }
 

@@ -374,7 +374,8 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
     dram_bandwidth_Bps = dev.bandwidth(Level::dram);
     capacity_bytes = dev.capacity(Level::dram);
     for (const OpSlot& s : st.slots) {
-        const double bytes = s.count * s.n * s.k * s.format.bytes_per_element();
+        if (!runs_in(s.phase, 1)) continue;  // a decode step's weights
+        const double bytes = s.count * s.n * s.k * s.groups * s.format.bytes_per_element();
         if (s.kind == SlotKind::linear) step_dense_weight_bytes += bytes;
         if (s.kind == SlotKind::moe) step_expert_weights.push_back({s.experts, s.top_k, bytes});
     }
@@ -414,7 +415,7 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
         s.op = &op;
         s.name = st.slot_name[k];
         // a kernel whose compute format has no matrix units here runs in its fallback format (W4A16 where FP4
-        // tensor cores are missing), or the configuration is refused, naming the engine, the format and the device
+        // tensor cores are missing); without one, timing it raises the device's NotFound naming what it has
         std::vector<std::pair<DType, DType>> retag;
         if (op.kind == SlotKind::linear || op.kind == SlotKind::moe)
             for (const LinearPath& lp : op.paths) {
@@ -424,11 +425,7 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
                     continue;
                 } catch (const NotFound&) {
                 }
-                if (!lp.has_fallback)
-                    throw InvalidArgument("engine '" + st.engine->id + "' runs " + st.config.quant + " weights on " +
-                                          std::string(dtype_name(lp.compute)) + " matrix units, which device '" + dev.id +
-                                          "' does not have; choose another quantization or engine");
-                retag.emplace_back(lp.compute, lp.fallback);
+                if (lp.has_fallback) retag.emplace_back(lp.compute, lp.fallback);  // else: the device's NotFound
             }
         auto times = [&](std::size_t i) {
             if (retag.empty()) return times_of(p[i], dev);
@@ -471,7 +468,7 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
                     // the utilization group: matrix paths with the same output features, tile and rows
                     std::uint32_t g = 0;
                     if (lp.unit == Unit::matrix) {
-                        const std::array<double, 5> key{op.n, op.per_sequence ? 1.0 : 0.0, lp.tile_m, lp.tile_n, lp.efficiency};
+                        const std::array<double, 5> key{op.n * op.groups, op.per_sequence ? 1.0 : 0.0, lp.tile_m, lp.tile_n, lp.efficiency};
                         while (g < group_keys.size() && group_keys[g] != key) ++g;
                         if (g == group_keys.size()) group_keys.push_back(key);
                         groups = static_cast<std::uint32_t>(group_keys.size());
@@ -502,12 +499,14 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
     // memory
     const Architecture& a = st.arch;
     act_bytes = options.activation.bytes_per_element();
-    kv_token_layer_bytes = kv_bytes(1, 1, st.kv_layout.kv_heads / tp, st.kv_layout.head_dim, options.kv);
-    widest = std::max({a.q_dim() + 2 * a.kv_dim(), (a.mlp == MlpKind::gated ? 2.0 : 1.0) * a.ffn,
+    kv_token_layer_bytes = st.kv_layout.token_layer_bytes(options.kv, tp);
+    // MLA: q and the per-head K (nope part) and V its prefill expands the latent into
+    widest = std::max({a.mla() ? a.q_dim() + a.n_head * (a.qk_nope_dim() + a.v_head_dim) : a.q_dim() + 2 * a.kv_dim(), (a.mlp == MlpKind::gated ? 2.0 : 1.0) * a.ffn,
                        2.0 * a.expert_ffn * std::max(1, a.n_expert_used)});
 
     // compute_bound_batch: a decode step's Σ ideal (compute − DRAM) as a function of the batch
     for (const PlanSlot& s : slots) {
+        if (!runs_in(s.op->phase, 1)) continue;
         const double n = s.op->count;
         switch (s.op->kind) {
             case SlotKind::rows:
@@ -643,6 +642,7 @@ PhaseSums EstimatePlan::Impl::sum_slots(double batch, double tokens, double past
     OpTimes t;
     for (const PlanSlot& s : slots) {
         double util = 1;
+        if (!runs_in(s.op->phase, tokens)) continue;
         if ((s.op->kind == SlotKind::attention) == (parts == SlotParts::static_only) && parts != SlotParts::all) {
             if (s.op->kind == SlotKind::attention) ++a;
             continue;
@@ -784,8 +784,10 @@ PhaseSums EstimatePlan::Impl::step(double token_rows, double sequence_rows, cons
     UtilCache cache;
     RowSink sink(breakdown, structure->names.size(), phase);
     OpTimes t;
+    // a step with more token rows than sequences runs a prefill's slots (MLA's expanded kv_b_proj), else a decode's
+    const double tokens_per_sequence = token_rows > sequence_rows ? 2 : 1;
     for (const PlanSlot& s : slots) {
-        if (s.op->kind == SlotKind::attention) continue;
+        if (s.op->kind == SlotKind::attention || !runs_in(s.op->phase, tokens_per_sequence)) continue;
         const bool envelope_slot = in_envelope(*s.op);
         if (envelope_slot && !breakdown) continue;  // summed below
         const double rows = s.op->per_sequence ? sequence_rows : token_rows;
@@ -840,7 +842,7 @@ PhaseSums EstimatePlan::Impl::decode_step(double batch) const {
     UtilCache cache;
     OpTimes t;
     for (const PlanSlot& s : slots) {
-        if (s.op->kind == SlotKind::attention || in_envelope(*s.op)) continue;
+        if (s.op->kind == SlotKind::attention || in_envelope(*s.op) || !runs_in(s.op->phase, 1)) continue;
         double util = 1;
         slot_times(t, s, options, batch, util, cache);  // one new token per sequence
         acc.add(s.op->count, t, util);
@@ -861,6 +863,7 @@ PhaseSums EstimatePlan::Impl::decode(double batch, double prompt, double gen, co
         RowSink sink(breakdown, structure->names.size(), "decode");
         for (const PlanSlot& s : slots) {
             const double n = s.op->count;
+            if (!runs_in(s.op->phase, 1)) continue;
             if (s.op->kind == SlotKind::attention) {
                 const PhaseSums a = attention_sum(s, batch, c0, c1);
                 sink.add(s.name, structure->names, n * gen, n * a.flops, n * a.bytes, n * a.seconds, [&] {  // the first step's bound

@@ -151,7 +151,7 @@ double kv_budget(const ServingPlan::Impl& s, const ServingPolicy& policy, double
 }  // namespace
 
 ServingPlan::ServingPlan(const Model& model, const Device& device, const ServingConfig& c) {
-    const std::shared_ptr<const Engine> eng = engine(c.engine);
+    const std::shared_ptr<const Engine> eng = c.engine_object ? c.engine_object : engine(c.engine);
     const EngineBackend& backend = eng->on(device);
     if (!backend.serving.defined)
         throw InvalidArgument("engine '" + eng->id + "' on " + backend.backend +
@@ -188,7 +188,7 @@ ServingPlan::ServingPlan(const Model& model, const Device& device, const Serving
 
     const std::string kv = c.kv_dtype.empty() ? backend.serving.kv_dtype_for(c.quant, backend.activation_format) : c.kv_dtype;
     const int plan_tp = par.attention_data ? 1 : par.tensor;  // attention data parallel: each rank runs attention whole
-    auto s = std::make_shared<Impl>(EstimatePlan(model, device, PlanConfig(c.quant, kv, true, eng->id, plan_tp)));
+    auto s = std::make_shared<Impl>(EstimatePlan(model, device, PlanConfig(c.quant, kv, true, eng->id, plan_tp, 0, eng)));
     s->config = c;
     s->policy = backend.serving;
     s->dep = par.attention_data;
@@ -255,8 +255,9 @@ class Evaluator {
     using Impl_ExpertSplit = EstimatePlan::Impl::ExpertSplit;
 
 public:
-    Evaluator(const ServingPlan::Impl& s, const ServingPolicy& policy, const ServingLoad& l)
-        : s_(s), policy_(policy), p_(*s.p), isl_(l.prompt_tokens), osl_(l.gen_tokens) {
+    /// ideal: every pass at the datasheet roofline, without fixed costs, host time or communication latency.
+    Evaluator(const ServingPlan::Impl& s, const ServingPolicy& policy, const ServingLoad& l, bool ideal = false)
+        : s_(s), policy_(policy), p_(*s.p), isl_(l.prompt_tokens), osl_(l.gen_tokens), ideal_(ideal) {
         n_ = osl_ - 1;
         ctx_ = isl_ + osl_ / 2;  // mean context of a decoding sequence (staggered)
     }
@@ -321,6 +322,10 @@ public:
         return std::max(seconds, kernels * (s_.fixed_cost_s + policy_.eager_launch_s));
     }
 
+    double host_s(double micro, double sequences) const {
+        return micro * (policy_.iteration_overhead_s + policy_.host_per_sequence_s * sequences);
+    }
+
     const PhaseSums& prompt_attention(double chunk) {
         if (chunk != attn_chunk_) {
             attn_chunk_ = chunk;
@@ -348,7 +353,7 @@ public:
         PhaseSums dec = sd;
         add(dec, ad);
         const bool graph = b <= policy_.cuda_graph_max_batch;
-        it.t_decode = b > 0 ? host_bound(dec, dec.seconds, graph) + all_to_all_s(b) + send_recv_s(b) + policy_.iteration_overhead_s : 0;
+        it.t_decode = b > 0 ? (ideal_ ? dec.ideal_seconds : host_bound(dec, dec.seconds, graph) + all_to_all_s(b) + send_recv_s(b)) : 0;
         it.decode_bound = b > 0 ? phase_bound(dec.derated) : PhaseBound::absent;
         // mixed iteration: the decodes and a chunk (its share of one prompt's attention over its chunks)
         if (it.chunk > 0) {
@@ -362,10 +367,15 @@ public:
             PhaseSums share = pa;
             scale(share, it.chunk / isl_);
             add(mix, share);
-            it.t_mixed = host_bound(mix, mix.seconds, false) + all_to_all_s(rows) + send_recv_s(rows) + policy_.iteration_overhead_s;
+            it.t_mixed = ideal_ ? mix.ideal_seconds : host_bound(mix, mix.seconds, false) + all_to_all_s(rows) + send_recv_s(rows);
             it.prefill_bound = phase_bound(mix.derated);
             it.chunks_per_prompt = std::ceil(isl_ / it.chunk);
         }
+        // The scheduler's host work overlaps the GPU's (overlap / async schedulers): a micro-batch period lasts the
+        // longer of its GPU time and the host's time for the period, a fixed part per iteration and a part per
+        // sequence the iteration carries (scheduling, sampling, bookkeeping of each request), for every micro-batch.
+        if (b > 0 && !ideal_) it.t_decode = std::max(it.t_decode, host_s(it.micro, b));
+        if (it.chunk > 0 && !ideal_) it.t_mixed = std::max(it.t_mixed, host_s(it.micro, (policy_.mixed_batches ? b : 0) + it.chunk / isl_));
         // the mean period between two tokens of a decoding sequence
         it.t_mean = policy_.mixed_batches ? it.f * it.t_mixed + (1 - it.f) * it.t_decode : it.t_decode + it.f * it.t_mixed;
         return it;
@@ -404,6 +414,7 @@ private:
     const ServingPolicy& policy_;
     const EstimatePlan::Impl& p_;
     double isl_, osl_, n_ = 0, ctx_ = 0;
+    bool ideal_ = false;
     double attn_chunk_ = -1;
     PhaseSums attn_;
 };
@@ -438,8 +449,9 @@ ServingRow ServingPlan::evaluate(const ServingLoad& l, std::vector<BreakdownRow>
     if (policy.bench_tuning && !s.user_batch && !s.user_tokens) {
         const Architecture& a = s.p->structure->arch;
         const double tp = s.config.parallel.tensor, pp = s.pp;
-        const double kv_elem = parse_kv_format(s.kv_dtype).bytes_per_element();
-        const double kv_token = 2.0 * a.n_layer * std::max<double>(tp, a.n_kv_head) * a.head_dim * kv_elem;
+        // its KV per token: every layer at max(TP, KV heads) heads (one rank's share x TP), MLA's latent once
+        const double rank_token = s.p->kv_token_layer_bytes * a.n_layer;
+        const double kv_token = a.mla() || s.dep ? rank_token : rank_token * tp;  // attention DP: each rank's own
         const double weights = s.p->structure->weight_bytes;
         const double available = s.dep ? s.capacity * pp - weights / tp : s.capacity * tp * pp - weights;
         const double requests = std::max(0.0, available * 0.95 / (kv_token * (isl + osl)));
@@ -585,6 +597,10 @@ ServingRow ServingPlan::evaluate(const ServingLoad& l, std::vector<BreakdownRow>
         }
     }
     r.output_tokens_per_s = rate_tok * units;
+    {
+        Evaluator roof(s, policy, l, true);
+        r.roofline_output_tokens_per_s = roof.rate(roof.at(r.running_batch)) * units;
+    }
     r.requests_per_s = r.output_tokens_per_s / osl;
     r.output_tokens_per_s_per_device = r.output_tokens_per_s / r.devices;
     r.itl_s = it.t_mean;

@@ -54,6 +54,11 @@ def evaluate(op: OpCost, device: DeviceLike, ideal: bool = False) -> Timing:
     return Timing(_core.evaluate(_core_op(op), _core_device(device), ideal))
 
 
+# ---- serving: continuous batching on a deployment (rooflinepy.serving) ------------------------------------------
+from .serving import ServingEstimate, parse_parallel, serve, serve_sweep  # noqa: E402
+
+__all__ += ["serve", "serve_sweep", "parse_parallel", "ServingEstimate"]
+
 # ---- calibration: measured ceilings (rooflinepy.calibration) -------------------------------------------------
 from . import calibration  # noqa: E402
 

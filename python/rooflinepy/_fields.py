@@ -119,3 +119,90 @@ class EstimateFields:
     """largest batch that fits at this prompt + gen length"""
     max_context: float
     """longest context that fits at this batch"""
+
+
+SERVING_FIELDS: Tuple[str, ...] = (
+    "devices", "output_tokens_per_s", "output_tokens_per_s_lo", "output_tokens_per_s_hi",
+    "output_tokens_per_s_per_device", "roofline_output_tokens_per_s", "requests_per_s", "ttft_s", "ttft_s_lo",
+    "ttft_s_hi", "itl_s", "itl_s_lo", "itl_s_hi", "tpot_s", "e2e_s", "running_batch", "max_running_batch", "max_batch",
+    "max_num_tokens", "prefill_chunk_tokens", "mixed_fraction", "decode_iteration_s", "mixed_iteration_s",
+    "kv_capacity_tokens", "kv_memory_fraction", "decode_bound", "prefill_bound", "memory_weights", "memory_kv_cache",
+    "memory_activations", "memory_reserved", "memory_capacity", "run_s", "saturated",
+)
+"""The serving estimate's fields (rooflinepy.ServingEstimate), in the table's order."""
+
+
+class ServingFields:
+    """The numbers of :class:`rooflinepy.ServingEstimate`, in SI units; a unit in brackets ends each
+    docstring. Memory is one device's."""
+
+    __slots__ = ()
+
+    devices: float
+    """devices of the deployment (tensor x pipeline parallel)"""
+    output_tokens_per_s: float
+    """generated tokens per second of the whole deployment [1/s]"""
+    output_tokens_per_s_lo: float
+    """low end of output_tokens_per_s's prediction interval [1/s]"""
+    output_tokens_per_s_hi: float
+    """high end of output_tokens_per_s's prediction interval [1/s]"""
+    output_tokens_per_s_per_device: float
+    """output_tokens_per_s / devices [1/s]"""
+    roofline_output_tokens_per_s: float
+    """the steady state at the same running batch with every iteration at the datasheet roofline (no overhead, no host time) [1/s]"""
+    requests_per_s: float
+    """requests completed per second [1/s]"""
+    ttft_s: float
+    """mean time to first token, queueing included (inf when the queue grows without bound) [s]"""
+    ttft_s_lo: float
+    """low end of ttft_s's prediction interval [s]"""
+    ttft_s_hi: float
+    """high end of ttft_s's prediction interval [s]"""
+    itl_s: float
+    """mean inter-token latency: the mean iteration seen by a decoding sequence [s]"""
+    itl_s_lo: float
+    """low end of itl_s's prediction interval [s]"""
+    itl_s_hi: float
+    """high end of itl_s's prediction interval [s]"""
+    tpot_s: float
+    """mean time per output token after the first: (e2e_s - ttft_s) / (gen_tokens - 1) [s]"""
+    e2e_s: float
+    """mean request latency, first request byte to last token [s]"""
+    running_batch: float
+    """sequences decoding together in the steady state, per scheduler (all micro-batches)"""
+    max_running_batch: float
+    """the most the scheduler can run: max_batch, the KV cache and the token budget"""
+    max_batch: float
+    """the engine's most sequences per micro-batch in use"""
+    max_num_tokens: float
+    """the token budget of one iteration in use"""
+    prefill_chunk_tokens: float
+    """prompt tokens a mixed iteration carries"""
+    mixed_fraction: float
+    """share of iterations that carry a prefill chunk"""
+    decode_iteration_s: float
+    """an iteration of decodes alone at the running batch [s]"""
+    mixed_iteration_s: float
+    """an iteration of the running decodes and a prefill chunk [s]"""
+    kv_capacity_tokens: float
+    """tokens the KV cache holds, per scheduler"""
+    kv_memory_fraction: float
+    """share of memory the KV cache was given"""
+    decode_bound: str
+    """what bounds a decode iteration"""
+    prefill_bound: str
+    """what bounds a mixed iteration"""
+    memory_weights: float
+    """weights one device holds [B]"""
+    memory_kv_cache: float
+    """the KV cache one device holds [B]"""
+    memory_activations: float
+    """activations of one full-budget iteration on one device [B]"""
+    memory_reserved: float
+    """CUDA graphs, communication buffers and runtime besides them [B]"""
+    memory_capacity: float
+    """the device's DRAM [B]"""
+    run_s: float
+    """duration of a finite offline run (0: steady state) [s]"""
+    saturated: bool
+    """the load exceeds what the deployment serves: the queue grows"""

@@ -132,8 +132,10 @@ def points(tables: Optional[List[str]] = None, directory: Optional[Path] = None)
     names = _rows(folder / "corpus_devices.csv")
     out: List[Point] = []
     found = set()
+    serving = set(serving_spec(folder)["tables"])  # the serving tables: serving_points()
     for path in sorted(folder.glob("*.csv")):
-        if path.stem in ("corpus_tables", "corpus_devices") or (tables is not None and path.stem not in tables):
+        if path.stem in ("corpus_tables", "corpus_devices") or path.stem in serving or \
+                (tables is not None and path.stem not in tables):
             continue
         found.add(path.stem)
         if _is_point_table(path):
@@ -326,3 +328,130 @@ def one_shot_calibration(table: str = "llamacpp_metal_llama2_7b", engine: str = 
             rows.append({"table": table, "device": dev, "quant": quant, "measured": p["measured_tokens_per_s"],
                          "predicted": y, "error": y / p["measured_tokens_per_s"] - 1})
     return pd.DataFrame(rows)
+
+
+# ---- serving: TensorRT-LLM's published tables (rp.serve and rp.estimate with engine trt-llm) ------------------------
+
+def serving_spec(directory: Optional[Path] = None) -> Dict[str, Any]:
+    """``serving.json``: how the TensorRT-LLM tables map to catalogue ids, the settings of the published runs and
+    the serving parameters fitted to them."""
+    with open((directory or data_dir_validation()) / "serving.json") as f:
+        spec: Dict[str, Any] = json.load(f)
+    return spec
+
+
+def serving_points(directory: Optional[Path] = None) -> "pd.DataFrame":
+    """Every predictable row of the TensorRT-LLM tables: table, kind (serving: rp.serve at offline max load;
+    static: one static batch, rp.estimate), gpu, device, model, quant, kv_dtype, parallel, batch, prompt_tokens,
+    gen_tokens, num_requests, measured (output tokens/s: of the deployment for serving, per GPU for static)."""
+    import pandas as pd
+
+    directory = directory or data_dir_validation()
+    spec = serving_spec(directory)
+    out: List[Dict[str, Any]] = []
+    for table, info in spec["tables"].items():
+        for r in _rows(directory / f"{table}.csv"):
+            if r["metric"] != info["metric"] or r["model"] not in spec["models"]:
+                continue
+            prec = r["precision"]
+            if info["kind"] == "serving":
+                isl, osl, par, batch = int(r["isl"]), int(r["osl"]), r["parallel"], 0
+            else:
+                isl, osl, par, batch = int(r["input_len"]), int(r["output_len"]), f"TP{r['tp']}", int(r["batch"])
+            out.append({"table": table, "kind": info["kind"], "gpu": r["gpu"], "device": spec["devices"][r["gpu"]],
+                        "model": spec["models"][r["model"]], "quant": spec["quants"][prec],
+                        "kv_dtype": spec["kv_dtype"][prec], "parallel": par, "batch": batch, "prompt_tokens": isl,
+                        "gen_tokens": osl, "num_requests": spec["num_requests"].get(f"{isl}/{osl}", 0),
+                        "measured": float(r["value"])})
+    return pd.DataFrame(out)
+
+
+def serving_predict(pts: "pd.DataFrame", engine: Optional["Engine"] = None) -> "pd.DataFrame":
+    """``pts`` with predicted and roofline columns (and error, roofline_error: predicted / measured - 1), by the
+    committed trt-llm engine or by ``engine`` (a fit's trial engine). Serving rows: rp.serve's output tokens/s at
+    offline max load with the run's request count and KV fraction; static rows: one static batch of rp.estimate,
+    output tokens/s per GPU over prefill + decode."""
+    from . import _core
+    from .inference import _device, _lookup_model
+
+    spec = serving_spec()
+    eng = spec["engine"]
+    core_engine = engine._core if engine is not None else None
+    frac = float(spec["gpu_memory_fraction"]["value"])
+    pred, roof = [], []
+    for p in pts.to_dict(orient="records"):
+        m, d = _lookup_model(p["model"])._core, _device(p["device"])._core
+        par = _core.parse_parallelism(p["parallel"])
+        if p["kind"] == "serving":
+            plan = _core.ServingPlan(m, d, p["quant"], eng, p["kv_dtype"], par, 0.0, 0.0, frac, core_engine)
+            e = plan.estimate(p["prompt_tokens"], p["gen_tokens"], 0.0, 0.0, float(p["num_requests"]), False)
+            pred.append(e.output_tokens_per_s)
+            roof.append(e.roofline_output_tokens_per_s)
+        else:
+            ep = _core.EstimatePlan(m, d, p["quant"], p["kv_dtype"], True, eng, par.tensor, 0.0, core_engine)
+            est = ep.estimate(p["batch"], p["prompt_tokens"], p["gen_tokens"], False, 0.0)
+            pred.append(est.batch * est.gen_tokens / est.total_s / par.tensor)
+            roof.append(est.batch * est.gen_tokens / (est.batch * est.prompt_tokens / est.ceiling_prefill +
+                                                      est.gen_tokens / est.ceiling_decode) / par.tensor)
+    out = pts.copy()
+    out["predicted"] = pred
+    out["roofline"] = roof
+    out["error"] = out["predicted"] / out["measured"] - 1
+    out["roofline_error"] = out["roofline"] / out["measured"] - 1
+    return out
+
+
+def _serving_trial(values: Dict[str, float]) -> "Engine":
+    """The trt-llm engine with the serving fit's parameters set to ``values`` (every backend)."""
+    from . import _core
+    from ._engine import Engine, engine
+
+    base = json.loads(engine(serving_spec()["engine"])._core.to_json())
+    for b in base["backends"].values():
+        for k, v in values.items():
+            b[k]["value"] = v
+    return Engine(_core.parse_engine(json.dumps(base), "<serving fit>"))
+
+
+def serving_cross_validate(directory: Optional[Path] = None) -> "pd.DataFrame":
+    """Every row of the TensorRT-LLM tables predicted by the committed defaults, by the fit to every row
+    (in-sample: the grid point of serving.json's parameters with the least mean squared log error) and by the fit
+    without the row's GPU (leave-one-GPU-out); with the pure roofline's prediction."""
+    import itertools
+
+    import numpy as np
+
+    pts = serving_points(directory)
+    spec = serving_spec(directory)
+    params = spec["fit"]["parameters"]
+    grid = list(itertools.product(*[p["grid"] for p in params]))
+    base = serving_predict(pts)
+    logs = []
+    for values in grid:
+        trial = _serving_trial({p["key"]: v for p, v in zip(params, values)})
+        logs.append(np.log(serving_predict(pts, trial)["predicted"].to_numpy() / pts["measured"].to_numpy()))
+    L = np.array(logs)  # grid × points
+    best_all = int(np.argmin((L ** 2).mean(axis=1)))
+    out = base.rename(columns={"predicted": "defaults", "error": "defaults_error"})
+    out["in_sample"] = pts["measured"].to_numpy() * np.exp(L[best_all])
+    loo = np.empty(len(pts))
+    for g in pts["gpu"].unique():
+        held = (pts["gpu"] == g).to_numpy()
+        k = int(np.argmin((L[:, ~held] ** 2).mean(axis=1)))
+        loo[held] = pts["measured"].to_numpy()[held] * np.exp(L[k, held])
+    out["leave_one_gpu_out"] = loo
+    out.attrs["fit"] = {p["key"]: v for p, v in zip(params, grid[best_all])}
+    return out
+
+
+def serving_summary(cv: "pd.DataFrame") -> List[Dict[str, Any]]:
+    """Per table: rows, MAPE (percent) of the defaults, in-sample, leave-one-GPU-out and the pure roofline."""
+    rows = []
+    for table, g in cv.groupby("table", sort=False):
+        m = g["measured"]
+        rows.append({"table": table, "points": len(g),
+                     "defaults": 100 * float((g["defaults"] / m - 1).abs().mean()),
+                     "in_sample": 100 * float((g["in_sample"] / m - 1).abs().mean()),
+                     "leave_one_gpu_out": 100 * float((g["leave_one_gpu_out"] / m - 1).abs().mean()),
+                     "roofline": 100 * float((g["roofline"] / m - 1).abs().mean())})
+    return rows

@@ -113,3 +113,154 @@ TEST_CASE("engine structure: fused QKV, a whole-vocabulary head, the all-reduce 
         CHECK(one_shot.seconds / one_shot.count == doctest::Approx(launch + 2 * step + 7 * bytes / link));
     }
 }
+
+namespace {
+const PhaseOp* find_op(const std::vector<PhaseOp>& ops, const std::string& name) {
+    for (const auto& op : ops)
+        if (op.name == name) return &op;
+    return nullptr;
+}
+}  // namespace
+
+TEST_CASE("MLA: absorbed projections and latent attention in decode, the expanded form in prefill, by hand") {
+    const Model m = catalog("deepseek-r1");
+    const auto formats = tensor_formats(m, "bf16", kBf16);
+    PhaseOptions opt;
+    opt.activation = kBf16;
+    opt.kv = kBf16;
+    opt.attention = ops::AttentionKind::flash;
+    opt.flash = ops::FlashTiles{228 * 1024.0, 50e6, 132, 2};
+    opt.compute_units = 132;
+    const DType bf16 = DType::bf16;
+    // decode at context 1000: 128 heads, each a query of 512 + 64 against the one cached latent per position
+    const auto decode = forward_ops(m, formats, 1, 1, 999, opt);
+    const PhaseOp* at = find_op(decode, "attention");
+    REQUIRE(at);
+    CHECK(at->count == 61);
+    CHECK(at->cost.flops(Unit::matrix, bf16) == 2.0 * 128 * 576 * 1000 + 2.0 * 128 * 512 * 1000);  // 278,528,000
+    CHECK(at->cost.bytes_read[0] == 1000.0 * 576 * 2 + 128.0 * 576 * 2);  // the latents once, q
+    CHECK(at->cost.bytes_written[0] == 128.0 * 512 * 2);                  // o in the latent space
+    // the absorption: q_nope x W_UK (128 -> 512) and o x W_UV (512 -> 128) for every head
+    for (const char* name : {"attn_k_b", "attn_v_b"}) {
+        CAPTURE(name);
+        const PhaseOp* p = find_op(decode, name);
+        REQUIRE(p);
+        CHECK(p->count == 61);
+        CHECK(p->cost.flops(Unit::matrix, bf16) == 2.0 * 128 * 128 * 512);
+        CHECK(p->cost.bytes_read[0] == 128.0 * 128 * 512 * 2 + 128.0 * (name[5] == 'k' ? 128 : 512) * 2);
+    }
+    const PhaseOp* kv = find_op(decode, "kv_append");
+    REQUIRE(kv);
+    CHECK(kv->cost.bytes_written[0] == 576.0 * 2);
+    // prefill of 64 tokens: kv_b_proj expands the latents into per-head K (nope) and V, the same FLOPs per row ...
+    const auto prefill = forward_ops(m, formats, 1, 64, 0, opt);
+    for (const char* name : {"attn_k_b", "attn_v_b"}) {
+        CAPTURE(name);
+        std::size_t n = 0;
+        for (const auto& op : prefill) n += op.name == name;
+        CHECK(n == 1);  // one form per pass
+        const PhaseOp* p = find_op(prefill, name);
+        CHECK(p->cost.flops(Unit::matrix, bf16) == 64 * 2.0 * 512 * 128 * 128);
+        CHECK(p->cost.bytes_written[0] == 64.0 * 128 * 128 * 2);  // K's nope part or V, per head
+    }
+    // ... and multi-head attention of qk 192 and v 128 dims: 2NM·192 + 2NM·128 per head, causal
+    const PhaseOp* pa = find_op(prefill, "attention");
+    REQUIRE(pa);
+    const double f = (64.0 * 65 / 2) / (64.0 * 64);
+    CHECK(pa->cost.flops(Unit::matrix, bf16) == doctest::Approx(128 * (2.0 * 64 * 64 * 192 + 2.0 * 64 * 64 * 128) * f));
+    // a prompt after a cached prefix expands the prefix's latents too (kv_b_proj's FLOPs for 100 more rows)
+    const auto after_prefix = forward_ops(m, formats, 1, 64, 100, opt);
+    const PhaseOp* pp = find_op(after_prefix, "attention");
+    REQUIRE(pp);
+    CHECK(pp->cost.flops(Unit::matrix, bf16) >
+          pa->cost.flops(Unit::matrix, bf16) + 100 * 2.0 * 512 * 128 * (128 + 128) - 1);
+    // a decode step's FLOPs: about 2 x the 37.6B active parameters (without the embedding lookup) + attention
+    double flops = 0;
+    for (const auto& op : decode) flops += op.count * op.cost.flops();
+    const double active = 37552282624.0 - 129280.0 * 7168;
+    CHECK(flops == doctest::Approx(2 * active + 61 * 278528000.0).epsilon(0.01));
+    // tensor parallel 8: 16 heads a rank, and every rank reads the whole latent
+    PhaseOptions tp = opt;
+    tp.tensor_parallel = 8;
+    const auto decode8 = forward_ops(m, formats, 1, 1, 999, tp);
+    const PhaseOp* at8 = find_op(decode8, "attention");
+    REQUIRE(at8);
+    CHECK(at8->cost.flops(Unit::matrix, bf16) == at->cost.flops(Unit::matrix, bf16) / 8);
+    CHECK(at8->cost.bytes_read[0] == 1000.0 * 576 * 2 + 16.0 * 576 * 2);
+}
+
+TEST_CASE("Llama 4: chunked layers attend at most a chunk, NoPE layers the whole context, MoE and dense layers") {
+    const Model m = catalog("llama-4-maverick");
+    const auto formats = tensor_formats(m, "bf16", kBf16);
+    PhaseOptions opt;
+    opt.activation = kBf16;
+    opt.kv = kBf16;
+    opt.compute_units = 132;
+    opt.attention = ops::AttentionKind::flash;  // decode attention reads the cache, q, and nothing else
+    const auto decode = forward_ops(m, formats, 1, 1, 19999, opt);
+    double chunked = 0, global = 0, rope = 0;
+    for (const auto& op : decode) {
+        if (op.name == "rope") rope += op.count;
+        if (op.name != "attention") continue;
+        const double kv = op.cost.bytes_read[0] - 40.0 * 128 * 2;  // less q
+        if (kv == 8192.0 * 2048 * 2) chunked += op.count;
+        if (kv == 20000.0 * 2048 * 2) global += op.count;
+    }
+    CHECK(chunked == 36);
+    CHECK(global == 12);
+    CHECK(rope == 36);  // no rotary embedding on the NoPE layers
+    double experts = 0, dense = 0, shared = 0;
+    for (const auto& op : decode) {
+        if (op.name == "ffn_down_exps") experts += op.count;
+        if (op.name == "ffn_down") dense += op.count;
+        if (op.name == "ffn_down_shexp") shared += op.count;
+    }
+    CHECK(experts == 24);
+    CHECK(shared == 24);
+    CHECK(dense == 24);
+    // a decode step's FLOPs: about 2 x the 17.18B active parameters (less the embedding) + attention
+    double flops = 0, attention = 0;
+    for (const auto& op : decode) {
+        flops += op.count * op.cost.flops();
+        if (op.name == "attention") attention += op.count * op.cost.flops();
+    }
+    CHECK(flops - attention == doctest::Approx(2 * (17184691200.0 - 202048.0 * 5120)).epsilon(0.01));
+}
+
+TEST_CASE("estimates of DeepSeek-R1 and Llama 4 run: fp8 on 8 x H200 with CUDA graphs") {
+    const Device& h200 = roofline::test::hardware_db().get("h200-sxm");
+    Workload w;
+    w.quant = "fp8";
+    w.kv_dtype = "fp8";
+    w.flash_attention = true;
+    w.engine = "cuda-graphs";
+    w.tensor_parallel = 8;
+    w.batch = 16;
+    w.prompt_tokens = 2000;
+    w.gen_tokens = 200;
+    for (const char* id : {"deepseek-r1", "llama-4-scout", "llama-4-maverick"}) {
+        CAPTURE(id);
+        const Model m = catalog(id);
+        const Estimate e = estimate(m, h200, w);
+        CHECK(std::isfinite(e.decode_tokens_per_s));
+        CHECK(e.decode_tokens_per_s > 0);
+        CHECK(e.prefill_tokens_per_s > 0);
+        CHECK(e.fits);
+        const double kv_token = std::string(id) == "deepseek-r1" ? 61.0 * 576 : 48.0 * 2 * 8 * 128 / 8;  // fp8: 1 byte
+        CHECK(e.memory_kv_cache == doctest::Approx(16 * 2200 * kv_token));
+        double bd = 0;
+        for (const auto& row : e.breakdown) bd += row.seconds;
+        CHECK(bd == doctest::Approx(e.prefill_s + e.decode_s).epsilon(1e-9));
+    }
+    // the latent projections are replicated on every rank, the rest split over the 8
+    const Model ds = catalog("deepseek-r1");
+    const auto formats = estimate_tensor_formats(ds, "fp8");
+    double split = 0, whole = 0;
+    for (std::size_t i = 0; i < formats.size(); ++i) {
+        const std::string& r = ds.tensors[i].role;
+        const bool replicated = r == "attn_q_a" || r == "attn_kv_a_mqa" || r == "exp_probs_b" ||
+                                (r.size() > 5 && r.compare(r.size() - 5, 5, "_norm") == 0);
+        (replicated ? whole : split) += formats[i].bytes;
+    }
+    CHECK(estimate(ds, h200, w).memory_weights == doctest::Approx(split / 8 + whole).epsilon(1e-12));
+}

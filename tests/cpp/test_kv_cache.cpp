@@ -222,3 +222,35 @@ TEST_CASE("prefill attention reads K and V once per KV head (GQA), like decode a
     CHECK(gqa.bytes(Level::sram) == mha.bytes(Level::sram));
     CHECK_THROWS_AS(ops::attention({1, 32, N, N, d, true, 5}, f16, ops::AttentionKind::standard), InvalidArgument);
 }
+
+TEST_CASE("MLA keeps one latent per token and layer, on every tensor-parallel rank; llama4 chunks cap 36 of 48 layers") {
+    const Format bf16 = format_of(DType::bf16), fp8 = parse_kv_format("fp8");
+    const Model ds = catalog("deepseek-r1");
+    // kv_lora_rank 512 + qk_rope_head_dim 64 = 576 elements, shared by the 128 heads
+    CHECK(kv_bytes_per_token_layer(ds.arch, bf16) == 576.0 * 2);
+    CHECK(kv_bytes_per_token_layer(ds.arch, fp8) == 576.0);
+    CHECK(KvLayout::of(ds.arch).latent == 576);
+    CHECK(KvLayout::of(ds.arch).full_layers == 61);
+    CHECK(kv_cache_bytes(ds.arch, 1, 1, bf16) == 61.0 * 576 * 2);  // 35,136 elements per token
+    // every rank holds the whole latent: tensor parallel does not split it
+    for (double tp : {1.0, 2.0, 8.0}) CHECK(kv_cache_bytes(ds.arch, 3, 1000, bf16, tp) == 3.0 * 1000 * 61 * 576 * 2);
+    CHECK(KvLayout::of(ds.arch).token_layer_bytes(bf16, 8) == 576.0 * 2);
+    CHECK(kv_cache_bytes_read(ds.arch, 1, 0, 2, bf16) == (1.0 + 2) * 61 * 576 * 2);
+    // a GQA model's layout splits its KV heads as before
+    const Model l = catalog("llama-3.1-8b");
+    CHECK(KvLayout::of(l.arch).token_layer_bytes(bf16, 4) == kv_bytes(1, 1, 2, 128, bf16));
+
+    // Llama 4: the 12 NoPE layers keep the whole context, the 36 chunked ones at most a chunk of 8192
+    for (const char* id : {"llama-4-scout", "llama-4-maverick"}) {
+        CAPTURE(id);
+        const Model m = catalog(id);
+        const KvLayout k = KvLayout::of(m.arch);
+        CHECK(k.full_layers == 12);
+        REQUIRE(k.windows.size() == 1);
+        CHECK(k.windows[0] == std::pair<double, double>{8192, 36});
+        CHECK(kv_bytes_per_token_layer(m.arch, bf16) == 2.0 * 8 * 128 * 2);
+        CHECK(kv_cache_bytes(m.arch, 1, 100000, bf16) == (12.0 * 100000 + 36.0 * 8192) * 2048 * 2);
+        CHECK(kv_cache_bytes(m.arch, 1, 4000, bf16) == 48.0 * 4000 * 2048 * 2);
+        CHECK(kv_cache_bytes(m.arch, 1, 100000, bf16, 8) == doctest::Approx((12.0 * 100000 + 36.0 * 8192) * 2048 * 2 / 8));
+    }
+}

@@ -53,3 +53,46 @@ TEST_CASE("bad configs are clear errors") {
                          doctest::Contains("'hidden_size' must be a number"), InvalidArgument);
     CHECK_THROWS_AS(Model::from_hf_config("[]", "c.json"), InvalidArgument);
 }
+
+TEST_CASE("deepseek_v3 and llama4_text: parameter counts and layer patterns") {
+    // NOTES of the model_db entries: computed from the configs (the MTP layer of DeepSeek is not the main model)
+    const Model ds = catalog("deepseek-r1");
+    CHECK(ds.parameters() == 671026419200.0);
+    CHECK(ds.arch.mla());
+    CHECK(ds.arch.head_dim == 192);  // qk_nope 128 + qk_rope 64
+    CHECK(ds.arch.kv_lora_rank == 512);
+    CHECK(ds.arch.v_head_dim == 128);
+    CHECK(ds.arch.n_shared_expert == 1);
+    CHECK(ds.arch.shared_ffn == 2048);
+    for (int l = 0; l < 61; ++l) CHECK(ds.arch.moe_layer[static_cast<std::size_t>(l)] == (l >= 3));  // first_k_dense_replace
+    double attention = 0;  // 187,107,328 per layer (NOTES), its norms included
+    for (const WeightTensor& w : ds.tensors)
+        if (w.layer == 5 && w.role.rfind("attn_", 0) == 0 && w.role != "attn_norm") attention += w.elements();
+    CHECK(attention == 187107328.0);
+
+    const Model scout = catalog("llama-4-scout"), maverick = catalog("llama-4-maverick");
+    CHECK(scout.parameters() == 107769861120.0);
+    CHECK(maverick.parameters() == 400711848960.0);
+    for (int l = 0; l < 48; ++l) {
+        const auto li = static_cast<std::size_t>(l);
+        CAPTURE(l);
+        CHECK(scout.arch.moe_layer[li]);                   // interleave_moe_layer_step 1
+        CHECK(maverick.arch.moe_layer[li] == (l % 2 == 1)); // step 2: the odd layers
+        const bool global = l % 4 == 3;                    // no_rope_layer_interval 4
+        CHECK(scout.arch.nope_layer[li] == global);
+        CHECK(scout.arch.window[li] == (global ? 0 : 8192));
+    }
+    CHECK(maverick.arch.ffn == 16384);  // intermediate_size_mlp: the dense layers
+    CHECK(maverick.arch.expert_ffn == 8192);
+    CHECK(maverick.arch.shared_ffn == 8192);
+    // deepseek-v3 is an alias of deepseek-r1 in the catalogue
+    CHECK(roofline::test::model_db_file("deepseek-r1").find("\"deepseek-v3\"") != std::string::npos);
+    CHECK_THROWS_WITH_AS(Model::from_hf_config(R"({"model_type": "deepseek_v3", "hidden_size": 64, "num_hidden_layers": 2,
+        "num_attention_heads": 4, "vocab_size": 10, "intermediate_size": 32, "n_routed_experts": 4, "num_experts_per_tok": 2,
+        "moe_intermediate_size": 16, "kv_lora_rank": 16, "qk_nope_head_dim": 8, "qk_rope_head_dim": 0, "v_head_dim": 8})", "c.json"),
+                         doctest::Contains("qk_rope_head_dim and v_head_dim must be >= 1"), InvalidArgument);
+    CHECK_THROWS_WITH_AS(Model::from_hf_config(R"({"model_type": "llama4_text", "hidden_size": 64, "num_hidden_layers": 2,
+        "num_attention_heads": 4, "vocab_size": 10, "intermediate_size": 32, "num_local_experts": 4, "num_experts_per_tok": 1,
+        "no_rope_layers": [1, 1, 0]})", "c.json"),
+                         doctest::Contains("'no_rope_layers' must list one 0 or 1 per layer (2), got 3"), InvalidArgument);
+}

@@ -85,6 +85,9 @@ TEST_CASE("estimate plans reproduce the op-by-op, step-by-step estimator") {
         {"qwen3-30b-a3b", {"Q8_0", "f16", false, "llama.cpp", 1}, "h100-sxm", 17, 77, 25},      // experts
         {"gpt2", {"fp16", "f16", false, "generic", 1}, "l4", 2, 1, 9},                          // biases, one-token prompt
         {"phi-3-mini", {"int4-g128", "bf16", true, "cuda-graphs", 1}, "b200", 200, 0, 5},       // no prompt
+        {"deepseek-r1", {"fp8", "fp8", true, "cuda-graphs", 1}, "h200-sxm", 4, 300, 20},        // MLA: absorbed / expanded
+        {"deepseek-r1", {"bf16", "bf16", false, "generic", 1}, "h200-sxm", 1, 1, 3},            // one-token prompt
+        {"llama-4-scout", {"bf16", "bf16", true, "cuda-graphs", 1}, "h200-sxm", 2, 8180, 20},   // crosses a chunk
     };
     for (const auto& c : cases) {
         CAPTURE(c.model);

@@ -135,6 +135,38 @@ case("unknown engine, asked by name", KeyError, "engine 'gptfast'", "did you mea
     lambda t: rp.engine("gptfast"))
 case("unknown KV cache format", KeyError, "KV cache format 'q8'", "did you mean 'q8_0'?", "f16, bf16")(
     lambda t: rp.estimate("llama-3.2-1b", "Q4_K_M", "a100", kv_dtype="q8"))
+# ---- API: serving ------------------------------------------------------------------------------------------------
+_S = dict(prompt_tokens=128, gen_tokens=128)
+case("serve with a static-batch engine", ValueError, "engine 'llama.cpp'", "no continuous batching", "vllm")(
+    lambda t: rp.serve("llama-3.1-8b", "Q4_K_M", "h100", engine="llama.cpp", **_S))
+case("serve FP4 where the engine needs FP4 units", KeyError, "h100-sxm", "no matrix peak for 'fp4'", "it has:")(
+    lambda t: rp.serve("llama-3.1-8b", "nvfp4", "h100", engine="trt-llm", **_S))
+case("serve bad parallel notation", ValueError, "parallel", "'XP2'", "TPn, PPn, EPn or DEPn")(
+    lambda t: rp.serve("llama-3.1-8b", "fp8", "h100", parallel="XP2", **_S))
+case("serve parallel and tensor_parallel both", ValueError, "parallel='TP2'", "not both")(
+    lambda t: rp.serve("llama-3.1-8b", "fp8", "h100", parallel="TP2", tensor_parallel=2, **_S))
+case("serve expert parallel of a dense model", ValueError, "llama-3.1-8b", "has no experts", "MoE")(
+    lambda t: rp.serve("llama-3.1-8b", "fp8", "h100", parallel="TP2,EP2", **_S))
+case("serve concurrency and rate", ValueError, "concurrency and request_rate", "exclusive")(
+    lambda t: rp.serve("llama-3.1-8b", "fp8", "h100", concurrency=4, request_rate=2.0, **_S))
+case("serve zero prompt", ValueError, "prompt_tokens", "[1, 16777216]", "0")(
+    lambda t: rp.serve("llama-3.1-8b", "fp8", "h100", prompt_tokens=0, gen_tokens=8))
+case("serve negative rate", ValueError, "request_rate", "(0, 1e9]", "-1")(
+    lambda t: rp.serve("llama-3.1-8b", "fp8", "h100", request_rate=-1.0, **_S))
+case("serve memory fraction above 1", ValueError, "gpu_memory_fraction", "(0, 1]", "1.5")(
+    lambda t: rp.serve("llama-3.1-8b", "fp8", "h100", gpu_memory_fraction=1.5, **_S))
+case("serve a model that does not fit", ValueError, "llama-3.1-405b", "does not fit", "more devices")(
+    lambda t: rp.serve("llama-3.1-405b", "fp8", "h100", **_S))
+case("serve past the context", ValueError, "prompt_tokens + gen_tokens", "context", "llama-3.1-8b")(
+    lambda t: rp.serve("llama-3.1-8b", "fp8", "h100", prompt_tokens=130000, gen_tokens=2000))
+case("serve_sweep empty axis", ValueError, "concurrency", "empty list")(
+    lambda t: rp.serve_sweep("llama-3.1-8b", "fp8", "h100", concurrency=[], **_S))
+case("serve_sweep string axis", TypeError, "concurrency", "list of numbers", "'8'")(
+    lambda t: rp.serve_sweep("llama-3.1-8b", "fp8", "h100", concurrency="8", **_S))
+case("parse_parallel degree 0", ValueError, "'TP0'", "[1, 1024]")(
+    lambda t: rp.parse_parallel("TP0"))
+case("parse_parallel expert not dividing tensor", ValueError, "expert parallel 3", "divide tensor parallel 4")(
+    lambda t: rp.parse_parallel("TP4,EP3"))
 case("estimate batch 0", ValueError, "batch", ">= 1", "0")(
     lambda t: rp.estimate("llama-3.2-1b", "Q4_K_M", "a100", batch=0))
 case("estimate negative batch", ValueError, "batch", "whole number >= 0", "-4")(
@@ -697,8 +729,8 @@ CLI_CASES = [
     ("unknown model", ["estimate", "-m", "llama-3-8", "-dev", "a100"], None, ["llama-3-8", "did you mean 'llama-3-8b'?"]),
     ("unknown quant", ["estimate", "-m", "llama-3.2-1b", "-q", "Q4_K_N", "-dev", "a100"], None,
      ["quantization 'Q4_K_N'", "did you mean"]),
-    ("unknown engine", ["estimate", "-m", "llama-3.2-1b", "-dev", "a100", "--engine", "vllm"], None,
-     ["unknown engine 'vllm'", "llama.cpp, cuda-graphs, generic"]),
+    ("unknown engine", ["estimate", "-m", "llama-3.2-1b", "-dev", "a100", "--engine", "vllm-x"], None,
+     ["unknown engine 'vllm-x'", "llama.cpp, cuda-graphs, generic"]),
     ("batch 0", ["estimate", "-m", "llama-3.2-1b", "-dev", "a100", "-b", "0"], None, ["batch", ">= 1"]),
     ("batch not a number", ["estimate", "-m", "llama-3.2-1b", "-dev", "a100", "-b", "eight"], None,
      ["-b/--batch", "whole numbers", "'eight'"]),
@@ -716,7 +748,7 @@ CLI_CASES = [
     # the review's CLI findings, and every other subcommand once
     ("unknown flag after a command", ["devices", "--bogus"], None, ["unrecognized arguments: --bogus"]),
     ("unknown flag before the command", ["--bogus"], None, ["unknown option '--bogus'", "the command comes first"]),
-    ("unknown engine name", ["engines", "vlm"], None, ["unknown engine 'vlm'", "did you mean 'mlx'?"]),
+    ("unknown engine name", ["engines", "vlm"], None, ["unknown engine 'vlm'", "did you mean 'vllm'?"]),
     ("models with a flag it lacks", ["models", "--bogus"], None, ["unrecognized arguments: --bogus"]),
     ("quants of an unknown model", ["quants", "-m", "nope"], None, ["nope"]),
     ("validate an unknown fit", ["validate", "--fit", "nope"], None, ["nope"]),

@@ -82,7 +82,8 @@ struct ServingPolicy {
     bool kv_reserve_full = false;    ///< true: a request reserves blocks for prompt + every output token on admission
     bool chunked_prefill = true;     ///< prompts split across iterations within the token budget
     double cuda_graph_max_batch = 512;  ///< decode-only iterations up to this batch replay a CUDA graph
-    double iteration_overhead_s = 0;    ///< CPU time per iteration not hidden under the GPU's (scheduling, sampling)
+    double iteration_overhead_s = 0;    ///< host time per iteration (scheduling), overlapped with the GPU's
+    double host_per_sequence_s = 0;     ///< host time per sequence of an iteration (sampling, request bookkeeping)
     double eager_launch_s = 0;          ///< per kernel outside CUDA graphs (host launch), added to the device's fixed cost
     double graph_reserve_bytes = 0;     ///< memory held by captured graphs and the runtime besides the KV cache
     /// The KV format the engine picks for a weight format when none is asked ("fp8" weights -> "fp8" KV);

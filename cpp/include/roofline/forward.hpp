@@ -64,6 +64,15 @@ enum class SlotKind : std::uint8_t {
     all_reduce,  ///< the tensor-parallel sum of partial outputs: rows × bytes_per_row over the interconnect
 };
 
+/// The passes a slot runs in. MLA multiplies by kv_b_proj in two forms (as vLLM's and SGLang's MLA backends do):
+/// absorbed into q and the attention output where a pass has one new token per sequence (decode), expanding the
+/// latent into per-head K and V otherwise (prefill) — the same rule that picks decode attention (tokens == 1).
+enum class SlotPhase : std::uint8_t { any, one_token, many_tokens };
+/// Whether slot phase `p` runs in a pass of `tokens` new tokens per sequence.
+inline bool runs_in(SlotPhase p, double tokens) {
+    return p == SlotPhase::any || (p == SlotPhase::one_token) == (tokens <= 1);
+}
+
 /// The builder a `rows` slot calls, with its rows × `scale` as the first argument.
 enum class RowsBuilder : std::uint8_t { elementwise, rmsnorm, layernorm, embedding, softmax, kv_append };
 
@@ -96,15 +105,19 @@ struct OpSlot {
     SlotKind kind = SlotKind::rows;
     double count = 0;          ///< instances per forward pass
     bool per_sequence = false; ///< rows are the batch, not batch × tokens (the output head of the last token)
+    SlotPhase phase = SlotPhase::any;  ///< the passes it runs in
     // rows: builder(rows × scale, a, b, c) in `format` (the table's format for an embedding)
     RowsBuilder builder = RowsBuilder::elementwise;
     double scale = 1, a = 0, b = 0, c = 0;
     Format format;             ///< weights (linear, moe, embedding); activations otherwise
-    // linear, moe: k input features, n output features per rank; moe: experts and experts used per token
-    double k = 0, n = 0, experts = 0, top_k = 0;
+    // linear, moe: k input features, n output features per rank; moe: experts and experts used per token;
+    // linear: `groups` products of this shape with their own weights in one batched GEMM (MLA's per-head
+    // absorption: heads per rank), n per group
+    double k = 0, n = 0, experts = 0, top_k = 0, groups = 1;
     std::vector<LinearPath> paths;  ///< linear, moe: the kernels by rows (the last without limit)
-    // attention: heads and KV heads per rank, head_dim, sliding window (0: full attention)
-    double heads = 0, kv_heads = 0, head_dim = 0, window = 0;
+    // attention: heads and KV heads per rank, head_dim, sliding window (0: full attention); MLA (latent > 0): the
+    // latent's kv_lora_rank, the shared RoPE key's size and the value head size (head_dim: nope + rope)
+    double heads = 0, kv_heads = 0, head_dim = 0, window = 0, latent = 0, rope_dim = 0, v_dim = 0;
     double bytes_per_row = 0;  ///< all_reduce: bytes each rank contributes per row
 };
 

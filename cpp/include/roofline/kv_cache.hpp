@@ -23,11 +23,25 @@ Format parse_kv_format(std::string_view name);
 double kv_bytes(double batch, double positions, double kv_heads, double head_dim, const Format& kv);
 
 /// The layers of an architecture grouped by what their cache keeps: a full-attention layer every token, a
-/// sliding-window layer at most its window.
+/// sliding-window layer at most its window (a chunked-attention layer at most its chunk).
 struct KvLayout {
     double full_layers = 0;                            ///< layers without a window
     std::vector<std::pair<double, double>> windows;    ///< (window, layers), ascending by window
     double kv_heads = 0, head_dim = 0;
+    double latent = 0;  ///< MLA: elements of the one latent a token keeps per layer (kv_lora_rank + rope); 0: K and V
+
+    /// Bytes of one token in one layer on one of `tensor_parallel` ranks: K and V of its share of the KV heads,
+    /// kv_bytes(1, 1, kv_heads / tp, head_dim, kv); more ranks than KV heads replicate them, one head per rank (vLLM
+    /// and TensorRT-LLM); MLA: the whole latent on every rank (latent elements in kv), as vLLM and SGLang keep it —
+    /// each rank's heads attend the one shared latent, so it is replicated, not split.
+    double token_layer_bytes(const Format& kv, double tensor_parallel = 1) const {
+        if (latent > 0) return latent * kv.bytes_per_element();
+        return kv_bytes(1, 1, kv_heads_per_rank(tensor_parallel), head_dim, kv);
+    }
+    /// KV heads one of `tensor_parallel` ranks holds: its share, at least one (replicated beyond the KV heads).
+    double kv_heads_per_rank(double tensor_parallel) const {
+        return tensor_parallel > kv_heads ? 1.0 : kv_heads / tensor_parallel;
+    }
 
     static KvLayout of(const Architecture& arch);
     /// Σ over layers of the tokens each layer's cache holds at `context` tokens.
@@ -41,14 +55,16 @@ struct KvLayout {
     double token_layers_read(double prompt, double gen) const;
 };
 
-/// Bytes of one token's K and V in one layer: kv_bytes(1, 1, kv heads, head_dim, kv).
+/// Bytes of one token's K and V in one layer: kv_bytes(1, 1, kv heads, head_dim, kv); MLA: its latent,
+/// kv_lora_rank + qk_rope_head_dim elements in kv (KvLayout::token_layer_bytes).
 double kv_bytes_per_token_layer(const Architecture& arch, const Format& kv);
-/// KV-cache bytes of `batch` sequences of `context` tokens (sliding-window layers keep only their window), over
-/// `tensor_parallel` ranks (each holds its share of the KV heads).
+/// KV-cache bytes of `batch` sequences of `context` tokens (sliding-window layers keep only their window) on one
+/// of `tensor_parallel` ranks (each holds its share of the KV heads, at least one; with MLA every rank holds the whole
+/// latent).
 double kv_cache_bytes(const Architecture& arch, double batch, double context, const Format& kv, double tensor_parallel = 1);
 /// KV-cache bytes read by `gen` decode steps after a prompt of `prompt` tokens: the step at context c reads the
 /// whole cache, kv_cache_bytes(c), for c = prompt + 1 ... prompt + gen (summed in closed form; a sliding-window layer
-/// reads at most its window).
+/// reads at most its window). MLA: the latent of each token once per step.
 double kv_cache_bytes_read(const Architecture& arch, double batch, double prompt, double gen, const Format& kv);
 
 }  // namespace roofline

@@ -39,10 +39,17 @@ struct Architecture {
     int n_expert = 0, n_expert_used = 0, n_shared_expert = 0;
     double expert_ffn = 0, shared_ffn = 0;
     std::vector<bool> moe_layer;  ///< per layer: MoE MLP (true) or dense MLP
+    std::vector<bool> nope_layer; ///< per layer: no rotary embedding (llama4's global NoPE layers); empty: none
+    // Multi-head latent attention (deepseek_v3; kv_lora_rank == 0: K and V per KV head). head_dim is then the
+    // query/key head size qk_nope_head_dim + qk_rope_head_dim, and the cache keeps one latent of kv_lora_rank +
+    // qk_rope_head_dim elements per token and layer, shared by all heads.
+    double q_lora_rank = 0, kv_lora_rank = 0, qk_rope_dim = 0, v_head_dim = 0;
     double parameters_reported = 0;  ///< from the catalogue's source, 0 when unknown
 
     double q_dim() const { return n_head * head_dim; }
     double kv_dim() const { return n_kv_head * head_dim; }
+    bool mla() const { return kv_lora_rank > 0; }
+    double qk_nope_dim() const { return head_dim - qk_rope_dim; }
 };
 
 /// Every model_type from_hf_config understands.

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "roofline/device.hpp"
+#include "roofline/engine.hpp"
 #include "roofline/estimate.hpp"
 #include "roofline/model.hpp"
 #include "roofline/plan.hpp"
@@ -42,6 +43,8 @@ struct ServingConfig {
     double max_batch = 0;            ///< 0: the engine's (or its benchmark's tuning rule)
     double max_num_tokens = 0;       ///< 0: the engine's
     double gpu_memory_fraction = 0;  ///< 0: the engine's kv_memory_fraction
+    /// The engine itself when it is not (or not as it is) in engine_db: a fit's trial parameters. Overrides `engine`.
+    std::shared_ptr<const Engine> engine_object;
 };
 
 /// The load. concurrency > 0: that many closed-loop clients (each sends its next request when the last completes);
@@ -60,6 +63,7 @@ struct ServingLoad {
     X(output_tokens_per_s_lo, double, "1/s", "low end of output_tokens_per_s's prediction interval")                     \
     X(output_tokens_per_s_hi, double, "1/s", "high end of output_tokens_per_s's prediction interval")                    \
     X(output_tokens_per_s_per_device, double, "1/s", "output_tokens_per_s / devices")                                   \
+    X(roofline_output_tokens_per_s, double, "1/s", "the steady state at the same running batch with every iteration at the datasheet roofline (no overhead, no host time)") \
     X(requests_per_s, double, "1/s", "requests completed per second")                                                   \
     X(ttft_s, double, "s", "mean time to first token, queueing included (inf when the queue grows without bound)")      \
     X(ttft_s_lo, double, "s", "low end of ttft_s's prediction interval")                                                \

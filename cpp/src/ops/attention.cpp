@@ -2,6 +2,7 @@
 
 #include "roofline/errors.hpp"
 #include "roofline/kv_cache.hpp"
+#include "roofline/ops/linear.hpp"
 #include "roofline/ops/pointwise.hpp"
 
 #include <algorithm>
@@ -179,6 +180,63 @@ OpCost decode_attention(double batch, double heads, double kv_heads, double cont
         op.launches = 3;
     }
     op.add_dram(read, written);
+    return op;
+}
+
+OpCost mla_decode_attention(double batch, double heads, double context, double latent, double rope, const Format& act,
+                            const Format& kv, AttentionKind kind, double score_bytes) {
+    check_size("mla_decode_attention score_bytes", score_bytes);
+    check_count("mla_decode_attention batch", batch);
+    check_count("mla_decode_attention heads", heads);
+    check_count("mla_decode_attention context", context);
+    check_count("mla_decode_attention kv_lora_rank", latent);
+    check_count("mla_decode_attention qk_rope_head_dim", rope);
+    const double ea = act.bytes_per_element();
+    const double cache_elements = batch * context * (latent + rope);
+    OpCost op;
+    op.name = std::string(attention_kind_name(kind)) + "_mla_decode_attention";
+    op.add_flops(Unit::matrix, act.compute, batch * heads * 2.0 * context * (2 * latent + rope));
+    op.add_flops(Unit::vector, act.compute, batch * softmax_flops(heads, context));
+    op.add_dequant(kv, cache_elements);
+    double read = cache_elements * kv.bytes_per_element() + batch * heads * (latent + rope) * ea;
+    double written = batch * heads * latent * ea;
+    op.launches = 1;
+    if (kind == AttentionKind::standard) {
+        const double per_score = score_bytes > 0 ? score_bytes : 4 * ea;
+        read += batch * heads * context * per_score / 2;
+        written += batch * heads * context * per_score / 2;
+        op.launches = 3;
+    }
+    op.add_dram(read, written);
+    return op;
+}
+
+OpCost mla_prefill_attention(const AttentionShape& shape, double latent, double rope, double qk_dim, double v_dim,
+                             const Format& act, const Format& kv, const Format& weights, AttentionKind kind,
+                             const FlashTiles& tiles, double score_bytes) {
+    check_count("mla_prefill_attention kv_lora_rank", latent);
+    check_count("mla_prefill_attention qk_rope_head_dim", rope);
+    check_count("mla_prefill_attention qk_head_dim", qk_dim);
+    check_count("mla_prefill_attention v_head_dim", v_dim);
+    if (qk_dim < rope)
+        throw InvalidArgument("mla_prefill_attention qk_head_dim (" + std::to_string(qk_dim) +
+                              ") must include qk_rope_head_dim (" + std::to_string(rope) + ")");
+    AttentionShape s = shape;
+    s.head_dim = (qk_dim + v_dim) / 2;
+    s.kv_heads = s.heads;
+    OpCost op = attention(s, act, kind, false, tiles, &act, score_bytes);
+    op.name = std::string(attention_kind_name(kind)) + "_mla_prefill_attention";
+    const double past = std::max(0.0, s.seq_kv - s.seq_q);
+    if (past > 0) {  // the positions before the new ones: latents from the cache expanded by kv_b_proj
+        Format cached = kv;
+        cached.compute = act.compute;
+        const double rows = s.batch * past;
+        OpCost expand = gemm(rows, s.heads * (qk_dim - rope + v_dim), latent, cached, weights, act);
+        expand.add_dequant(kv, rows * (latent + rope));
+        // the shared RoPE key read from the cache and copied into every head's K
+        expand.add_dram(rows * rope * kv.bytes_per_element(), rows * s.heads * rope * act.bytes_per_element());
+        op += expand;
+    }
     return op;
 }
 

@@ -9,7 +9,7 @@ import numpy.typing
 import typing
 from . import calibration
 from . import ops
-__all__: list[str] = ['Architecture', 'CeilingTimes', 'DATA_DIR_VARIABLE', 'Deployment', 'Device', 'DeviceDB', 'Engine', 'EngineBackend', 'EngineFitResult', 'Estimate', 'EstimatePlan', 'FitReport', 'LinearKernel', 'Model', 'OpCost', 'RidgeShiftPoint', 'Timing', 'attainable_flops', 'calibrate_efficiency', 'calibration', 'cheapest_deployments', 'cross_validate_engine', 'data_directory', 'dtypes', 'engine', 'engine_names', 'engine_parameter', 'estimate', 'estimate_fields', 'evaluate', 'fit_engine', 'format_info', 'format_names', 'ggml_types', 'kv_cache_bytes', 'kv_cache_bytes_read', 'kv_format_names', 'llama_mix_names', 'llama_mix_types', 'load_device', 'load_engine_directory', 'max_batch_for_latency', 'min_batch_for_throughput', 'ops', 'parse_device', 'phase_bound_names', 'predict_points', 'quant_names', 'read_gguf', 'ridge_shift', 'scaling_exponent', 'set_data_directory', 'speculative_tokens_per_cycle', 'sum_of_totals', 'summarize_validation', 'supported_model_types', 'sweep', 'sweep_code_columns', 'sweep_columns', 'sweep_points', 'tensor_formats', 'unknown_name_message', 'validate', 'weight_bytes']
+__all__: list[str] = ['Architecture', 'CeilingTimes', 'DATA_DIR_VARIABLE', 'Deployment', 'Device', 'DeviceDB', 'Engine', 'EngineBackend', 'EngineFitResult', 'Estimate', 'EstimatePlan', 'FitReport', 'LinearKernel', 'Model', 'OpCost', 'Parallelism', 'RidgeShiftPoint', 'ServingEstimate', 'ServingPlan', 'Timing', 'attainable_flops', 'calibrate_efficiency', 'calibration', 'cheapest_deployments', 'cross_validate_engine', 'data_directory', 'dtypes', 'engine', 'engine_names', 'engine_parameter', 'estimate', 'estimate_fields', 'evaluate', 'fit_engine', 'format_info', 'format_names', 'ggml_types', 'kv_cache_bytes', 'kv_cache_bytes_read', 'kv_format_names', 'llama_mix_names', 'llama_mix_types', 'load_device', 'load_engine_directory', 'max_batch_for_latency', 'min_batch_for_throughput', 'ops', 'parse_device', 'parse_engine', 'parse_parallelism', 'phase_bound_names', 'predict_points', 'quant_names', 'read_gguf', 'ridge_shift', 'scaling_exponent', 'serving_fields', 'set_data_directory', 'speculative_tokens_per_cycle', 'sum_of_totals', 'summarize_validation', 'supported_model_types', 'sweep', 'sweep_code_columns', 'sweep_columns', 'sweep_points', 'tensor_formats', 'unknown_name_message', 'validate', 'weight_bytes']
 class OpCost:
     """
     FLOPs by unit and format, bytes read and written per memory level, and kernel launches of one op
@@ -935,6 +935,265 @@ class Deployment:
     @property
     def ttft_s(self) -> float:
         ...
+class Parallelism:
+    """
+    Tensor / pipeline / expert parallelism and attention data parallelism
+    """
+    def __init__(self, tensor: typing.SupportsInt | typing.SupportsIndex = 1, pipeline: typing.SupportsInt | typing.SupportsIndex = 1, expert: typing.SupportsInt | typing.SupportsIndex = 1, attention_data: bool = False) -> None:
+        ...
+    def __repr__(self) -> str:
+        ...
+    def notation(self) -> str:
+        ...
+    @property
+    def attention_data(self) -> bool:
+        ...
+    @property
+    def devices(self) -> int:
+        ...
+    @property
+    def expert(self) -> int:
+        ...
+    @property
+    def pipeline(self) -> int:
+        ...
+    @property
+    def tensor(self) -> int:
+        ...
+class ServingEstimate:
+    """
+    A serving estimate (fields: serving_fields())
+    """
+    def values(self) -> tuple:
+        """
+        Every field in serving_fields() order
+        """
+    @property
+    def batch_limit(self) -> str:
+        ...
+    @property
+    def breakdown_rows(self) -> list:
+        """
+        (phase, op, count, flops, bytes, intensity, seconds, bound, flops_per_s, compute) per op of one decode iteration and one mixed iteration
+        """
+    @property
+    def concurrency(self) -> float:
+        ...
+    @property
+    def decode_bound(self) -> str:
+        """
+        what bounds a decode iteration []
+        """
+    @property
+    def decode_iteration_s(self) -> float:
+        """
+        an iteration of decodes alone at the running batch [s]
+        """
+    @property
+    def device(self) -> str:
+        ...
+    @property
+    def devices(self) -> float:
+        """
+        devices of the deployment (tensor x pipeline parallel) []
+        """
+    @property
+    def e2e_s(self) -> float:
+        """
+        mean request latency, first request byte to last token [s]
+        """
+    @property
+    def engine(self) -> str:
+        ...
+    @property
+    def gen_tokens(self) -> float:
+        ...
+    @property
+    def itl_s(self) -> float:
+        """
+        mean inter-token latency: the mean iteration seen by a decoding sequence [s]
+        """
+    @property
+    def itl_s_hi(self) -> float:
+        """
+        high end of itl_s's prediction interval [s]
+        """
+    @property
+    def itl_s_lo(self) -> float:
+        """
+        low end of itl_s's prediction interval [s]
+        """
+    @property
+    def kv_capacity_tokens(self) -> float:
+        """
+        tokens the KV cache holds, per scheduler []
+        """
+    @property
+    def kv_dtype(self) -> str:
+        ...
+    @property
+    def kv_memory_fraction(self) -> float:
+        """
+        share of memory the KV cache was given []
+        """
+    @property
+    def max_batch(self) -> float:
+        """
+        the engine's most sequences per micro-batch in use []
+        """
+    @property
+    def max_num_tokens(self) -> float:
+        """
+        the token budget of one iteration in use []
+        """
+    @property
+    def max_running_batch(self) -> float:
+        """
+        the most the scheduler can run: max_batch, the KV cache and the token budget []
+        """
+    @property
+    def memory_activations(self) -> float:
+        """
+        activations of one full-budget iteration on one device [B]
+        """
+    @property
+    def memory_capacity(self) -> float:
+        """
+        the device's DRAM [B]
+        """
+    @property
+    def memory_kv_cache(self) -> float:
+        """
+        the KV cache one device holds [B]
+        """
+    @property
+    def memory_reserved(self) -> float:
+        """
+        CUDA graphs, communication buffers and runtime besides them [B]
+        """
+    @property
+    def memory_weights(self) -> float:
+        """
+        weights one device holds [B]
+        """
+    @property
+    def mixed_fraction(self) -> float:
+        """
+        share of iterations that carry a prefill chunk []
+        """
+    @property
+    def mixed_iteration_s(self) -> float:
+        """
+        an iteration of the running decodes and a prefill chunk [s]
+        """
+    @property
+    def mode(self) -> str:
+        ...
+    @property
+    def model(self) -> str:
+        ...
+    @property
+    def num_requests(self) -> float:
+        ...
+    @property
+    def output_tokens_per_s(self) -> float:
+        """
+        generated tokens per second of the whole deployment [1/s]
+        """
+    @property
+    def output_tokens_per_s_hi(self) -> float:
+        """
+        high end of output_tokens_per_s's prediction interval [1/s]
+        """
+    @property
+    def output_tokens_per_s_lo(self) -> float:
+        """
+        low end of output_tokens_per_s's prediction interval [1/s]
+        """
+    @property
+    def output_tokens_per_s_per_device(self) -> float:
+        """
+        output_tokens_per_s / devices [1/s]
+        """
+    @property
+    def parallel(self) -> str:
+        ...
+    @property
+    def prefill_bound(self) -> str:
+        """
+        what bounds a mixed iteration []
+        """
+    @property
+    def prefill_chunk_tokens(self) -> float:
+        """
+        prompt tokens a mixed iteration carries []
+        """
+    @property
+    def prompt_tokens(self) -> float:
+        ...
+    @property
+    def quant(self) -> str:
+        ...
+    @property
+    def request_rate(self) -> float:
+        ...
+    @property
+    def requests_per_s(self) -> float:
+        """
+        requests completed per second [1/s]
+        """
+    @property
+    def roofline_output_tokens_per_s(self) -> float:
+        """
+        the steady state at the same running batch with every iteration at the datasheet roofline (no overhead, no host time) [1/s]
+        """
+    @property
+    def run_s(self) -> float:
+        """
+        duration of a finite offline run (0: steady state) [s]
+        """
+    @property
+    def running_batch(self) -> float:
+        """
+        sequences decoding together in the steady state, per scheduler (all micro-batches) []
+        """
+    @property
+    def saturated(self) -> bool:
+        """
+        the load exceeds what the deployment serves: the queue grows []
+        """
+    @property
+    def tpot_s(self) -> float:
+        """
+        mean time per output token after the first: (e2e_s - ttft_s) / (gen_tokens - 1) [s]
+        """
+    @property
+    def ttft_s(self) -> float:
+        """
+        mean time to first token, queueing included (inf when the queue grows without bound) [s]
+        """
+    @property
+    def ttft_s_hi(self) -> float:
+        """
+        high end of ttft_s's prediction interval [s]
+        """
+    @property
+    def ttft_s_lo(self) -> float:
+        """
+        low end of ttft_s's prediction interval [s]
+        """
+class ServingPlan:
+    """
+    A deployment built once, evaluated under any load
+    """
+    def __init__(self, model: Model, device: Device, quant: str, engine: str = 'vllm', kv_dtype: str = '', parallel: Parallelism = ..., max_batch: typing.SupportsFloat | typing.SupportsIndex = 0.0, max_num_tokens: typing.SupportsFloat | typing.SupportsIndex = 0.0, gpu_memory_fraction: typing.SupportsFloat | typing.SupportsIndex = 0.0, engine_object: Engine = None) -> None:
+        ...
+    def estimate(self, prompt_tokens: typing.SupportsFloat | typing.SupportsIndex, gen_tokens: typing.SupportsFloat | typing.SupportsIndex, concurrency: typing.SupportsFloat | typing.SupportsIndex = 0.0, request_rate: typing.SupportsFloat | typing.SupportsIndex = 0.0, num_requests: typing.SupportsFloat | typing.SupportsIndex = 0.0, breakdown: bool = True) -> ServingEstimate:
+        ...
+    def rows(self, loads: collections.abc.Sequence[typing.Annotated[collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], "FixedSize(5)"]]) -> list:
+        """
+        The fields of every load (prompt, gen, concurrency, rate, requests), in serving_fields() order
+        """
 class RidgeShiftPoint:
     """
     One device of a ridge-shift comparison
@@ -1066,6 +1325,14 @@ def parse_device(json_text: str, origin: str = '<string>') -> Device:
     """
     Parse and validate one device from JSON text
     """
+def parse_engine(json_text: str, origin: str = '<string>') -> Engine:
+    """
+    An engine from engine_db JSON text (its based_on looked up in the default engine_db): a fit's trial engine
+    """
+def parse_parallelism(text: str) -> Parallelism:
+    """
+    TensorRT-LLM's notation ('TP4', 'TP2,PP2', 'DEP8', 'TP8,EP8') as a Parallelism
+    """
 def phase_bound_names() -> list[str]:
     """
     Bound names indexed by a sweep's prefill_bound / decode_bound codes
@@ -1089,6 +1356,10 @@ def ridge_shift(devices: collections.abc.Sequence[Device], dtype: str = 'fp16', 
 def scaling_exponent(x: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], y: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]) -> float:
     """
     k of y ∝ x^k between the last two points (NaN when undefined)
+    """
+def serving_fields() -> list:
+    """
+    The serving estimate's field table: (name, C++ type, unit, meaning, False), in order
     """
 def set_data_directory(directory: str) -> None:
     """

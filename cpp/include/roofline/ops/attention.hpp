@@ -88,6 +88,37 @@ OpCost decode_attention(double batch, double heads, double kv_heads, double cont
                         const Format& act, const Format& kv, AttentionKind kind = AttentionKind::flash,
                         double score_bytes = 0);
 
+/// Multi-head latent attention (DeepSeek-V2/V3) of one new query token per sequence over `context` cached tokens, in
+/// the absorbed form of vLLM's and SGLang's MLA decode kernels (FlashMLA, FlashInfer MLA): q_nope has been
+/// multiplied into the latent space per head (attn_k_b, a linear op), so each of `heads` heads holds a query of
+/// latent + rope elements and attends the one vector cached per position — the latent c_kv (`latent` =
+/// kv_lora_rank elements) and the RoPE key shared by all heads (`rope` elements) — MQA with one "KV head" whose
+/// values are the latent itself. Per sequence: the cache read once (context · (latent + rope) elements in kv, shared
+/// by every head), q read (heads · (latent + rope)) and o written in the latent space (heads · latent; attn_v_b,
+/// a linear op, maps it to v_head_dim) in act. FLOPs 2·heads·context·(latent + rope) (scores) + 2·heads·context·
+/// latent (P·V) on matrix units, softmax_flops(heads, context) on vector units, plus kv.dequant_flops_per_element
+/// per cache element read. standard and flash differ as in decode_attention (scores and probabilities through DRAM
+/// in three launches, or on chip in one).
+OpCost mla_decode_attention(double batch, double heads, double context, double latent, double rope, const Format& act,
+                            const Format& kv, AttentionKind kind = AttentionKind::flash, double score_bytes = 0);
+
+/// Multi-head latent attention of `shape.seq_q` new tokens per sequence over `shape.seq_kv` positions, in the
+/// expanded form of vLLM's and SGLang's MLA prefill: the new tokens' latents are expanded by attn_k_b and attn_v_b
+/// (linear ops over the new rows) into per-head K of qk_dim = nope + rope elements (the RoPE key shared by the
+/// heads) and V of v_dim, and attention runs as multi-head attention: attention() of `shape` with head_dim
+/// (qk_dim + v_dim) / 2, one KV head per query head and K, V in act — which counts exactly Q·Kᵀ's 2NM·qk_dim and
+/// P·V's 2NM·v_dim FLOPs (× the causal fraction for flash) and the compulsory bytes of Q and O (N·(qk_dim + v_dim)
+/// together) and of K and V (M·(qk_dim + v_dim)); flash's tiles are sized for the mean head size (shape.head_dim
+/// and kv_heads are ignored). The seq_kv − seq_q positions before the new ones (a cached prefix, the earlier
+/// micro-batches of a chunked prefill) are expanded here, as vLLM does for a chunk's context: their latents read
+/// from the cache (latent + rope elements each, in kv, dequantized), kv_b_proj's weights (heads · latent ·
+/// (qk_dim − rope + v_dim) elements in `weights`) read once and 2·past·heads·latent·(qk_dim − rope + v_dim) FLOPs
+/// on matrix units (ops::gemm), and their K and V written in act (heads · (qk_dim + v_dim) each) for attention
+/// to read.
+OpCost mla_prefill_attention(const AttentionShape& shape, double latent, double rope, double qk_dim, double v_dim,
+                             const Format& act, const Format& kv, const Format& weights, AttentionKind kind,
+                             const FlashTiles& tiles = {}, double score_bytes = 0);
+
 /// Write `tokens` new tokens' K and V per sequence into the cache: read 2·tokens·kv_heads·d elements of act,
 /// write them in kv's format (kv_bytes); kv.dequant_flops_per_element FLOPs per element (quantizing costs
 /// about what dequantizing does). One launch.
