@@ -72,7 +72,9 @@ def store(doc: Dict[str, Any], backend: str, key: str, value: float, source: str
 def _replace_fitted(text: str, fitted: str) -> str:
     """A kernel's source with the sentence about its fitted field replaced."""
     field = fitted.split(" ", 1)[0]
-    kept = [s for s in text.split("; ") if not s.startswith(field + " fitted by calibration/fit_defaults.py")]
+    # a fitted sentence ends "(N points; in-sample MAPE x %)": its tail splits off at "; " and goes with it
+    kept = [s for s in text.split("; ") if not s.startswith(field + " fitted by calibration/fit_defaults.py")
+            and not s.startswith("in-sample MAPE")]
     return "; ".join(kept + [fitted])
 
 
@@ -173,7 +175,8 @@ def write_intervals(fits: List[Dict[str, Any]], engines: Dict[str, Engine], chec
             if doc["id"] == eid:
                 value = {k: v for k, v in iv.items() if k != "_source"}
                 new[backend] = {"value": value, "source": iv["_source"]}
-        if "any" in doc["backends"] and (doc["id"], "any") not in written:
+        serving_engine = validation.serving_spec(VALIDATION)["engine"]  # its interval: write_serving's
+        if "any" in doc["backends"] and (doc["id"], "any") not in written and doc["id"] != serving_engine:
             new["any"] = {
                 "value": {"coverage": rule["coverage"], **widest, "device_families": [], "weight_formats": [],
                           "widen": rule["widen"]},
@@ -194,6 +197,57 @@ def write_intervals(fits: List[Dict[str, Any]], engines: Dict[str, Engine], chec
             with open(path, "w") as f:
                 f.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     return diffs
+
+
+def write_serving(rows: List[Any], check: bool, rtol: float) -> List[str]:
+    """The serving fit (tests/validation/serving.json): the grid point of the engine's serving parameters that fits
+    TensorRT-LLM's tables best, written into its engine_db file with the in-sample and leave-one-GPU-out MAPE, and
+    its prediction interval from the leave-one-GPU-out residuals of the serving table."""
+    spec = validation.serving_spec(VALIDATION)
+    cv = validation.serving_cross_validate(VALIDATION)
+    summary = validation.serving_summary(cv)
+    fitted = cv.attrs["fit"]
+    path = engine_file(spec["engine"])
+    with open(path) as f:
+        doc = json.load(f)
+    figures = "; ".join(f"{s['table']} {s['kind']} ({s['points']} rows): in-sample MAPE {s['in_sample']:.1f} %, "
+                        f"leave-one-GPU-out {s['leave_one_gpu_out']:.1f} %" for s in summary)
+    source = (f"fitted by calibration/fit_defaults.py (serving fit of tests/validation/serving.json: grid search on "
+              f"the mean squared log(predicted / measured)) to tests/validation/"
+              f"{'.csv, tests/validation/'.join(spec['tables'])}.csv; {figures}")
+    failed = []
+    b = doc["backends"]["any"]
+    for key, value in fitted.items():
+        committed = b[key]["value"]
+        ok = abs(value - committed) <= rtol * max(abs(committed), 1e-12)
+        rows.append(("serving", key, path.name, committed, value, ok))
+        if not ok:
+            failed.append(f"serving: {key} committed {committed:.6g}, fit {value:.6g}")
+        store(doc, "any", key, value, source, path)
+    # the interval: the 10th and 90th percentiles of measured / predicted out of sample (serving rows: throughput)
+    sv = cv[cv["kind"] == "serving"]
+    ratios = sorted((sv["measured"] / sv["leave_one_gpu_out"]).tolist())
+    lo, hi = min(1.0, _quantile(ratios, 0.1)), max(1.0, _quantile(ratios, 0.9))
+    ttft = cv[cv["kind"] == "ttft"]
+    tr = sorted((ttft["measured"] / ttft["leave_one_gpu_out"]).tolist())
+    # a TTFT ratio measured / predicted above 1 is a prefill slower than predicted: prefill rate ratio = 1 / it
+    plo, phi = (min(1.0, 1 / _quantile(tr, 0.9)), max(1.0, 1 / _quantile(tr, 0.1))) if tr else (lo, hi)
+    families = sorted({rp.device(d).family for d in cv["device"].unique()})
+    interval = {"coverage": 0.8, "decode": [round(lo, 4), round(hi, 4)], "prefill": [round(plo, 4), round(phi, 4)],
+                "device_families": families, "weight_formats": sorted(set(cv["quant"]))}
+    old = b.get("prediction_interval", {}).get("value", {})
+    interval["widen"] = old.get("widen", 2)
+    if check and (old.get("decode") != interval["decode"] or old.get("prefill") != interval["prefill"]):
+        failed.append(f"serving: prediction_interval committed {old.get('decode')} / {old.get('prefill')}, "
+                      f"fit {interval['decode']} / {interval['prefill']}")
+    b["prediction_interval"] = {"value": interval, "source": (
+        "calibration/fit_defaults.py, the serving fit: the 10th-90th percentiles of measured / predicted output "
+        "tokens/s of the leave-one-GPU-out predictions of tests/validation/trtllm_max_throughput_dense.csv (decode), of "
+        "the batch-1 TTFT of trtllm_v061_static_batch.csv (prefill)")}
+    if not check:
+        with open(path, "w") as f:
+            f.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    return failed
 
 
 def main(argv: List[str]) -> int:
@@ -233,6 +287,7 @@ def main(argv: List[str]) -> int:
     if not args.check:
         engines = load_engines()
     failed += write_intervals(validation.fits(VALIDATION), engines, check=args.check)
+    failed += write_serving(rows, check=args.check, rtol=args.rtol)
     width = max(len(r[1]) for r in rows)
     for name, key, file, committed, v, ok in rows:
         print(f"{name:<42} {key:<{width}} {file:<26} committed {committed:>9.4f}  fit {v:>9.4f}  {'ok' if ok else 'DIFFERS'}")

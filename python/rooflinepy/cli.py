@@ -376,6 +376,64 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _latency(s: float) -> str:
+    return "inf" if s == float("inf") else f"{s * 1e3:.1f}"
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """trtllm-bench-like rows: one per (device, parallel, prompt/output length, load), each a rp.serve."""
+    rows, data = [], []
+    devices = [d.strip() for d in args.device.split(",") if d.strip()]
+    if not devices:
+        raise ValueError("-dev/--device must name at least one device (comma-separated ids or aliases)")
+    parallels = [x.strip() for x in args.parallel.split(";") if x.strip()] or ["TP1"]
+    prompts, gens = _ints(args.prompt, "-p/--n-prompt", minimum=1), _ints(args.gen, "-n/--n-gen", minimum=1)
+    if args.concurrency and args.request_rate:
+        raise ValueError("--concurrency and --request-rate are exclusive: give one (neither: offline max load)")
+    loads: List[Dict[str, Any]] = [{}]
+    if args.concurrency:
+        loads = [{"concurrency": c} for c in _ints(args.concurrency, "--concurrency", minimum=1)]
+    elif args.request_rate:
+        try:
+            rates = [float(v) for v in args.request_rate.split(",") if v.strip()]
+        except ValueError:
+            raise ValueError(f"--request-rate must be comma-separated numbers > 0, got '{args.request_rate}'") from None
+        if not rates or any(not r > 0 for r in rates):
+            raise ValueError(f"--request-rate must be comma-separated numbers > 0, got '{args.request_rate}'")
+        loads = [{"request_rate": r} for r in rates]
+    elif args.num_requests:
+        loads = [{"num_requests": _ints(args.num_requests, "--num-requests", minimum=1)[0]}]
+    for device in devices:
+        for par in parallels:
+            for p in prompts:
+                for n in gens:
+                    for load in loads:
+                        e = rp.serve(args.model, args.quant, device, engine=args.engine, parallel=par,
+                                     prompt_tokens=p, gen_tokens=n, kv_dtype=args.kv_dtype,
+                                     max_batch=args.max_batch, max_num_tokens=args.max_num_tokens,
+                                     gpu_memory_fraction=args.gpu_memory_fraction, **load)
+                        d = e.to_dict()
+                        d.pop("breakdown")
+                        data.append(d)
+                        what = ("offline" if e.mode == "offline" else
+                                f"c={e.concurrency:g}" if e.mode == "concurrency" else f"{e.request_rate:g} req/s")
+                        lo, hi = e.output_tokens_per_s_interval
+                        rows.append([e.device, e.parallel, f"{e.devices:g}", f"{p}/{n}", what,
+                                     f"{e.output_tokens_per_s:.0f}", f"{lo:.0f}-{hi:.0f}",
+                                     f"{e.output_tokens_per_s_per_device:.0f}", _latency(e.ttft_s), f"{e.itl_s * 1e3:.2f}",
+                                     f"{e.running_batch:.0f}/{e.max_running_batch:.0f} {e.batch_limit}",
+                                     f"{e.kv_capacity_tokens:.0f}", e.decode_bound + (" SATURATED" if e.saturated else "")])
+    header = ["device", "parallel", "GPUs", "ISL/OSL", "load", "output tok/s", "interval", "tok/s/GPU", "TTFT ms",
+              "ITL ms", "batch (limit)", "KV tokens", "decode bound"]
+    text = _table(rows, header)
+    if data:
+        text += (f"\n\n{data[0]['model']} {data[0]['quant']} (KV {data[0]['kv_dtype']}) with {data[0]['engine']}: "
+                 f"output tokens/s of the whole deployment; TTFT includes queueing (inf: the queue grows); interval: "
+                 f"the engine's prediction interval")
+    _emit(args, data, text)
+    return 0
+
+
 def _pct(x: float) -> str:
     return "-" if x != x else f"{x:.1f}"
 
@@ -393,12 +451,16 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for fit in fits:
         for row in validation.cross_validation_summary(validation.cross_validate(fit)):
             summary.append({"fit": fit["name"], **row})
+    serving_cv = validation.serving_cross_validate()
+    serving = validation.serving_summary(serving_cv)
     res = validation.run()
     mape = validation.mape(res)
     one = validation.one_shot_calibration()
     one_mape = _core.summarize_validation([("one-shot", e, 0.0) for e in one["error"]])["one-shot"]
     if args.json:
-        print(json.dumps({"cross_validation": summary, "points": res.to_dict(orient="records"), "mape_percent": mape,
+        print(json.dumps({"cross_validation": summary, "serving": {"summary": serving, "fit": serving_cv.attrs["fit"],
+                                                                   "points": serving_cv.to_dict(orient="records")},
+                          "points": res.to_dict(orient="records"), "mape_percent": mape,
                           "one_shot_calibration": {"points": one.to_dict(orient="records"),
                                                    "mape_percent": one_mape["estimator"],
                                                    "max_percent": one_mape["estimator_max"]}},
@@ -414,6 +476,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
     print("\ndefaults: the committed engine_db values; in-sample: refitted to all the points; leave-one-device-out /"
           " -generation-out: each device's (chip generation's) points predicted by a fit without them; pure roofline:"
           " datasheet ceilings, no overheads.\n")
+    print("Serving (TensorRT-LLM's published tables; rp.serve offline max load, rp.estimate static batches, engine "
+          "trt-llm): MAPE %")
+    print(_table([[s["table"], s["kind"], str(s["points"]), _pct(s["defaults"]), _pct(s["in_sample"]),
+                   _pct(s["leave_one_gpu_out"]), _pct(s["roofline"])] for s in serving],
+                 ["table", "kind", "points", "defaults", "in-sample", "leave-one-GPU-out", "pure roofline"]))
+    fit = ", ".join(f"{k} {v:g}" for k, v in serving_cv.attrs["fit"].items())
+    print(f"in-sample fit: {fit} (tests/validation/serving.json: grid fit of the engine's host time per sequence and "
+          f"bandwidth share to both tables)\n")
     point_tables = [t for t in dict.fromkeys(res["table"]) if (res[res["table"] == t]["tolerance"] > 0).any()]
     pts = res[res["table"].isin(point_tables)]
     prow = [[r.table, r.device, r.model, r.quant, r.test, str(r.tp), f"{r.measured:.2f}", f"{r.predicted:.2f}",
@@ -515,6 +585,25 @@ def _add_inference_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentPar
     p.add_argument("--tensor-parallel", "-tp", type=int, default=1)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_estimate)
+    p = sub.add_parser("serve", help="output tokens/s, TTFT and ITL of a model served by vllm / trt-llm / sglang "
+                                     "(continuous batching), trtllm-bench style")
+    p.add_argument("-m", "--model", required=True, help="model id")
+    p.add_argument("-q", "--quant", default="fp8", help="quantization: fp8 (W8A8), nvfp4, mxfp4, int4-awq, bf16 ...")
+    p.add_argument("-dev", "--device", required=True, help="device ids or aliases, comma-separated")
+    p.add_argument("--engine", default="vllm", help="serving engine: vllm, trt-llm, sglang")
+    p.add_argument("--parallel", default="TP1",
+                   help="TensorRT-LLM notation: TP4, 'TP2,PP2', DEP8, 'TP8,EP8'; several separated by ';'")
+    p.add_argument("-p", "--n-prompt", dest="prompt", default="1000", help="prompt lengths (ISL), comma-separated")
+    p.add_argument("-n", "--n-gen", dest="gen", default="1000", help="output lengths (OSL), comma-separated")
+    p.add_argument("--concurrency", default=None, help="closed-loop clients, comma-separated (default: offline max load)")
+    p.add_argument("--request-rate", default=None, help="Poisson arrivals per second, comma-separated")
+    p.add_argument("--num-requests", default=None, help="an offline run of this many requests (ramp-up and drain)")
+    p.add_argument("--max-batch", type=int, default=None, help="most sequences per iteration (default: the engine's)")
+    p.add_argument("--max-num-tokens", type=int, default=None, help="token budget of an iteration (default: the engine's)")
+    p.add_argument("--kv-dtype", default=None, help="KV cache format (default: the engine's for the weights)")
+    p.add_argument("--gpu-memory-fraction", type=float, default=None, help="share of memory for the KV cache")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_serve)
     p = sub.add_parser("validate", help="cross-validate the engine fits and hold the estimator to published "
                                         "measurements (offline)")
     p.add_argument("--fit", action="append", help="only this fit of fits.json (repeatable)")

@@ -342,8 +342,9 @@ def serving_spec(directory: Optional[Path] = None) -> Dict[str, Any]:
 
 def serving_points(directory: Optional[Path] = None) -> "pd.DataFrame":
     """Every predictable row of the TensorRT-LLM tables: table, kind (serving: rp.serve at offline max load;
-    static: one static batch, rp.estimate), gpu, device, model, quant, kv_dtype, parallel, batch, prompt_tokens,
-    gen_tokens, num_requests, measured (output tokens/s: of the deployment for serving, per GPU for static)."""
+    static: one static batch, rp.estimate; ttft: a batch-1 prompt), gpu, device, model, quant, kv_dtype, parallel,
+    batch, prompt_tokens, gen_tokens, num_requests, measured (output tokens/s: of the deployment for serving, per GPU
+    for static; for ttft the time to first token in ms)."""
     import pandas as pd
 
     directory = directory or data_dir_validation()
@@ -351,14 +352,16 @@ def serving_points(directory: Optional[Path] = None) -> "pd.DataFrame":
     out: List[Dict[str, Any]] = []
     for table, info in spec["tables"].items():
         for r in _rows(directory / f"{table}.csv"):
-            if r["metric"] != info["metric"] or r["model"] not in spec["models"]:
+            ttft = r["metric"] == info.get("ttft_metric")
+            if (r["metric"] != info["metric"] and not ttft) or r["model"] not in spec["models"]:
                 continue
             prec = r["precision"]
+            kind = "ttft" if ttft else info["kind"]
             if info["kind"] == "serving":
                 isl, osl, par, batch = int(r["isl"]), int(r["osl"]), r["parallel"], 0
             else:
                 isl, osl, par, batch = int(r["input_len"]), int(r["output_len"]), f"TP{r['tp']}", int(r["batch"])
-            out.append({"table": table, "kind": info["kind"], "gpu": r["gpu"], "device": spec["devices"][r["gpu"]],
+            out.append({"table": table, "kind": kind, "gpu": r["gpu"], "device": spec["devices"][r["gpu"]],
                         "model": spec["models"][r["model"]], "quant": spec["quants"][prec],
                         "kv_dtype": spec["kv_dtype"][prec], "parallel": par, "batch": batch, "prompt_tokens": isl,
                         "gen_tokens": osl, "num_requests": spec["num_requests"].get(f"{isl}/{osl}", 0),
@@ -390,9 +393,13 @@ def serving_predict(pts: "pd.DataFrame", engine: Optional["Engine"] = None) -> "
         else:
             ep = _core.EstimatePlan(m, d, p["quant"], p["kv_dtype"], True, eng, par.tensor, 0.0, core_engine)
             est = ep.estimate(p["batch"], p["prompt_tokens"], p["gen_tokens"], False, 0.0)
-            pred.append(est.batch * est.gen_tokens / est.total_s / par.tensor)
-            roof.append(est.batch * est.gen_tokens / (est.batch * est.prompt_tokens / est.ceiling_prefill +
-                                                      est.gen_tokens / est.ceiling_decode) / par.tensor)
+            ideal_prefill = est.batch * est.prompt_tokens / est.ceiling_prefill
+            if p["kind"] == "ttft":  # ms
+                pred.append(est.ttft_s * 1e3)
+                roof.append(ideal_prefill * 1e3)
+            else:
+                pred.append(est.batch * est.gen_tokens / est.total_s / par.tensor)
+                roof.append(est.batch * est.gen_tokens / (ideal_prefill + est.gen_tokens / est.ceiling_decode) / par.tensor)
     out = pts.copy()
     out["predicted"] = pred
     out["roofline"] = roof
@@ -445,11 +452,12 @@ def serving_cross_validate(directory: Optional[Path] = None) -> "pd.DataFrame":
 
 
 def serving_summary(cv: "pd.DataFrame") -> List[Dict[str, Any]]:
-    """Per table: rows, MAPE (percent) of the defaults, in-sample, leave-one-GPU-out and the pure roofline."""
+    """Per table and kind: rows, MAPE (percent) of the defaults, in-sample, leave-one-GPU-out and the pure
+    roofline."""
     rows = []
-    for table, g in cv.groupby("table", sort=False):
+    for (table, kind), g in cv.groupby(["table", "kind"], sort=False):
         m = g["measured"]
-        rows.append({"table": table, "points": len(g),
+        rows.append({"table": table, "kind": kind, "points": len(g),
                      "defaults": 100 * float((g["defaults"] / m - 1).abs().mean()),
                      "in_sample": 100 * float((g["in_sample"] / m - 1).abs().mean()),
                      "leave_one_gpu_out": 100 * float((g["leave_one_gpu_out"] / m - 1).abs().mean()),
