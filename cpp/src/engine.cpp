@@ -268,9 +268,11 @@ void apply_backend(EngineBackend& b, JsonObject o, const nlohmann::json& raw) {
     if (o.has("attention_score_bytes")) b.attention_score_bytes = number_value(o, "attention_score_bytes", b, 0, 64);
     // continuous batching (ServingPolicy): any of its keys makes the backend a serving one
     ServingPolicy& sv = b.serving;
-    auto serving_number = [&](const char* key, double& into, double lo, double hi, double scale = 1) {
+    // unit: the key's unit in SI (1e-6 for _us: divided by 1e6, which round-trips through to_json's × 1e6)
+    auto serving_number = [&](const char* key, double& into, double lo, double hi, double unit = 1) {
         if (!o.has(key)) return;
-        into = number_value(o, key, b, lo, hi) * scale;
+        const double v = number_value(o, key, b, lo, hi);
+        into = unit < 1 ? v / (1 / unit) : v * unit;
         sv.defined = true;
     };
     serving_number("max_num_tokens", sv.max_num_tokens, 1, 1 << 24);

@@ -268,7 +268,7 @@ public:
     double chunk_of(double b) const {
         // prompts waiting in the steady state: the B / n completions of an iteration are replaced (at least one)
         const double waiting = isl_ * std::max(1.0, std::ceil(b / std::max(n_, 1.0)));
-        const double room = policy_.mixed_batches ? budget() - b : budget();
+        const double room = std::floor(policy_.mixed_batches ? budget() - b : budget());
         if (room < 1) return 0;
         if (policy_.chunked_prefill) return std::min(room, waiting);
         return std::min(std::floor(room / isl_) * isl_, waiting);  // whole prompts only
@@ -322,6 +322,17 @@ public:
         return std::max(seconds, kernels * (s_.fixed_cost_s + policy_.eager_launch_s));
     }
 
+    // A pass of prompt tokens alone (the ramp-up's): whole-budget prefill, its prompts' share of attention.
+    double prefill_pass_s(double tokens) {
+        Impl_ExpertSplit e = split(tokens);
+        PhaseSums pass = p_.step(tokens, std::max(1.0, tokens / isl_), &e);
+        PhaseSums share = prompt_attention(policy_.chunked_prefill ? std::min(tokens, isl_) : isl_);
+        scale(share, tokens / isl_);
+        add(pass, share);
+        const double gpu = ideal_ ? pass.ideal_seconds : host_bound(pass, pass.seconds, false) + all_to_all_s(tokens) + send_recv_s(tokens);
+        return ideal_ ? gpu : std::max(gpu, host_s(1, tokens / isl_));
+    }
+
     double host_s(double micro, double sequences) const {
         return micro * (policy_.iteration_overhead_s + policy_.host_per_sequence_s * sequences);
     }
@@ -339,10 +350,11 @@ public:
         Iterations it;
         it.micro = std::min(s_.pp, std::max(1.0, B));
         it.b = std::max(B / it.micro, 0.0);
-        const double b = it.b;
+        // ops see whole rows: a fractional mean batch (Little's law) runs as the nearest whole one
+        const double b = it.b > 0 ? std::max(1.0, std::round(it.b)) : 0.0;
         it.chunk = chunk_of(std::max(b, 1.0));
         // mixed: the share of iterations carrying a chunk; apart: prefill iterations per decode iteration
-        if (n_ > 0 && b > 0 && it.chunk > 0) it.f = b * isl_ / (it.chunk * n_);
+        if (n_ > 0 && b > 0 && it.chunk > 0) it.f = it.b * isl_ / (it.chunk * n_);
         if (policy_.mixed_batches) it.f = std::min(1.0, it.f);
         if (n_ <= 0) it.f = 1;
         const double ctx = std::max(1.0, ctx_);
@@ -445,16 +457,18 @@ ServingRow ServingPlan::evaluate(const ServingLoad& l, std::vector<BreakdownRow>
     ServingPolicy policy = s.policy;
     const double isl = l.prompt_tokens, osl = l.gen_tokens;
     // trtllm-bench's tuning: max_batch and max_num_tokens from the KV capacity of the whole group
-    // (tensorrt_llm/bench/tuning/heuristics.py: KV of every layer at max(TP, KV heads), 0.95 of what the weights leave)
+    // (tensorrt_llm/bench/tuning/heuristics.py: KV of every layer at max(TP, KV heads), the run's KV fraction of what
+    // the weights leave). trtllm-bench tunes both unless both are given; here a value given is kept.
     if (policy.bench_tuning && !s.user_batch && !s.user_tokens) {
         const Architecture& a = s.p->structure->arch;
         const double tp = s.config.parallel.tensor, pp = s.pp;
-        // its KV per token: every layer at max(TP, KV heads) heads (one rank's share x TP), MLA's latent once
-        const double rank_token = s.p->kv_token_layer_bytes * a.n_layer;
-        const double kv_token = a.mla() || s.dep ? rank_token : rank_token * tp;  // attention DP: each rank's own
+        // its KV per token: every layer at max(TP, KV heads) heads, with attention DP too; MLA's latent once
+        const double kv_elem = parse_kv_format(s.kv_dtype).bytes_per_element();
+        const double kv_token = a.mla() ? s.p->kv_token_layer_bytes * a.n_layer
+                                        : 2.0 * a.n_layer * std::max<double>(tp, a.n_kv_head) * a.head_dim * kv_elem;
         const double weights = s.p->structure->weight_bytes;
         const double available = s.dep ? s.capacity * pp - weights / tp : s.capacity * tp * pp - weights;
-        const double requests = std::max(0.0, available * 0.95 / (kv_token * (isl + osl)));
+        const double requests = std::max(0.0, available * s.frac / (kv_token * (isl + osl)));  // the run's fraction
         const double raw_bs = std::min(requests, 4096.0) / pp;
         const double raw_tok = std::min(raw_bs * (1 + isl / osl), 32768.0);
         auto up = [](double x, double q) { return std::ceil(x / q) * q; };
@@ -550,14 +564,15 @@ ServingRow ServingPlan::evaluate(const ServingLoad& l, std::vector<BreakdownRow>
                 B = next;
             }
             it = e.at(B, breakdown);
-            // prompts wait for the prefill share of iterations: M/D/1 with service chunks × t_mixed
-            const double service = it.chunks_per_prompt * it.t_mixed;
+            // prompts wait for the prefill share of iterations: M/D/1 whose service is a prompt's share of mixed
+            // iterations (ISL / chunk of one, at least); a prompt's own prefill spans its chunks
+            const double service = it.t_mixed * std::max(isl / std::max(it.chunk, 1.0), 1.0 / std::max(1.0, std::floor(it.chunk / isl)));
             const double rho = lam * service;
             if (rho >= 1) {
                 r.saturated = true;
                 ttft = e2e = kInf;
             } else {
-                ttft = it.t_mean / 2 + rho / (2 * (1 - rho)) * service + service;
+                ttft = it.t_mean / 2 + rho / (2 * (1 - rho)) * service + it.chunks_per_prompt * it.t_mixed;
                 e2e = ttft + n * it.t_mean;
             }
             rate_tok = lam * osl;
@@ -576,9 +591,8 @@ ServingRow ServingPlan::evaluate(const ServingLoad& l, std::vector<BreakdownRow>
             e2e = ttft + n * period;
         } else {
             // ramp-up: the first B prompts in full-budget iterations; steady state; drain as the batch empties
-            Iterations fill_it = e.at(0);
             const double fill_iters = std::ceil(B * isl / (it.micro * policy.max_num_tokens));
-            const double t_fill_iter = fill_it.t_mixed > 0 ? fill_it.t_mixed : it.t_mixed;
+            const double t_fill_iter = e.prefill_pass_s(std::min(policy.max_num_tokens, B * isl));
             const double t_fill = fill_iters * t_fill_iter;
             double total;
             const double tau = n > 0 ? n * period / B : t_fill_iter * isl / policy.max_num_tokens;  // per completion

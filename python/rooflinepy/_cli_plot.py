@@ -79,6 +79,10 @@ def cmd_plot(args: argparse.Namespace) -> int:
     elif f == "batching":
         fig = rp.plot.batching(args.model, args.device, quant=args.quant, batches=_ints(args.batch, "--batch"),
                                contexts=_ints(args.context, "--context"), engine=args.engine, dtype=args.dtype)
+    elif f == "serving":
+        deps = [(d, par) for d in _names(args.devices) for par in [x for x in args.parallel.split(";") if x.strip()]]
+        fig = rp.plot.serving(args.model, args.quant, deps, prompt_tokens=args.prompt, gen_tokens=args.gen,
+                              concurrency=_ints(args.concurrency, "--concurrency"), engine=args.engine, x=args.x)
     else:  # argparse restricts the choices
         raise ValueError(f"unknown figure '{f}'")
     _save(fig, args.output, args.dpi)
@@ -132,6 +136,17 @@ def add_plot_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]")
     p.add_argument("--engine", default="llama.cpp")
     p.add_argument("--kv-dtype", default="f16")
     p.add_argument("-fa", "--flash-attn", action="store_true")
+    common(p)
+    p = figs.add_parser("serving", help="output tokens/s per GPU against ITL (or TTFT) over a concurrency sweep")
+    p.add_argument("-m", "--model", default="llama-3.3-70b")
+    p.add_argument("-q", "--quant", default="fp8")
+    p.add_argument("-d", "--devices", default="h100-sxm,h200-sxm", help="device ids, comma-separated")
+    p.add_argument("--parallel", default="TP4", help="TensorRT-LLM notation; several separated by ';'")
+    p.add_argument("--engine", default="vllm")
+    p.add_argument("-p", "--n-prompt", dest="prompt", type=int, default=1000)
+    p.add_argument("-n", "--n-gen", dest="gen", type=int, default=1000)
+    p.add_argument("--concurrency", default="1,2,4,8,16,32,64,128,256,512,1024")
+    p.add_argument("--x", choices=["itl", "ttft"], default="itl")
     common(p)
     p = figs.add_parser("attention-io", help="DRAM bytes of standard vs flash attention vs sequence length")
     p.add_argument("-d", "--device", default="a100-sxm-80gb")

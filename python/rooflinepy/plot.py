@@ -841,3 +841,70 @@ def batching(model: Any = "llama-3.1-8b", device: DeviceLike = "h100-sxm", *, qu
         axes[1].set_ylabel("decode tokens/s, all sequences (tok/s)")
         axes[1].set_title("Aggregate decode throughput (hollow: does not fit in memory)")
     return _keep(fig, data)
+
+
+def serving(model: Any, quant: str, deployments: Union[DeviceLike, Sequence[Any]], *, prompt_tokens: int = 1000,
+            gen_tokens: int = 1000, concurrency: Sequence[int] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024),
+            engine: str = "vllm", parallel: str = "TP1", x: str = "itl", title: Optional[str] = None,
+            ax: Any = None) -> Figure:
+    """Output tokens/s per GPU against inter-token latency (``x="itl"``) or TTFT (``x="ttft"``) over a sweep of
+    closed-loop clients: the throughput-latency curve serving engines are compared by, one curve per deployment.
+
+    ``deployments``: device ids, or (device, parallel) pairs ("h100-sxm", "TP4") to compare parallelisms; each point
+    is one rp.serve at that concurrency (labelled with it), hollow where the queue grows past the scheduler's limit.
+    """
+    from .serving import serve_sweep
+
+    if x not in ("itl", "ttft"):
+        raise ValueError(f"serving: x must be 'itl' or 'ttft', got {x!r}")
+    items = _as_list(deployments) if not isinstance(deployments, tuple) or len(deployments) != 2 or \
+        not isinstance(deployments[1], str) else [deployments]
+    deps: List[Tuple[Device, str]] = []
+    for item in items:
+        if isinstance(item, (tuple, list)) and len(item) == 2 and isinstance(item[1], str):
+            deps.append((_device(item[0]), item[1]))
+        else:
+            deps.append((_device(item), parallel))
+    if not deps:
+        raise ValueError("serving: give at least one device")
+    conc = [int(c) for c in concurrency]
+    if not conc:
+        raise ValueError("serving: concurrency is empty")
+    fig, axes = _new_figure(ax, 1, (8.0, 5.2))
+    a = axes[0]
+    m = _model(model)
+    data: Dict[str, Any] = {"model": m.id, "quant": quant, "engine": engine, "prompt_tokens": prompt_tokens,
+                            "gen_tokens": gen_tokens, "x": x, "curves": []}
+    key = "itl_s" if x == "itl" else "ttft_s"
+    for (d, par), color in zip(deps, _colors(len(deps))):
+        df = serve_sweep(m, quant, d, prompt_tokens=prompt_tokens, gen_tokens=gen_tokens, concurrency=conc,
+                         engine=engine, parallel=par)
+        xs = [v * 1e3 for v in df[key]]
+        ys = list(df["output_tokens_per_s_per_device"])
+        queued = [b >= cap - 0.5 and c > cap for c, b, cap in zip(df["concurrency"], df["running_batch"],
+                                                                 df["max_running_batch"])]
+        label = f"{d.id} {par}"
+        a.plot(xs, ys, "-", color=color, lw=1.8, label=label, gid=f"serving:{d.id}:{par}")
+        for i, (c, xv, yv, q) in enumerate(zip(conc, xs, ys, queued)):
+            a.plot([xv], [yv], "o", color=color, mfc="white" if q else color, ms=5)
+            if len(conc) <= 6 or i % 2 == 0 or i == len(conc) - 1:  # every other label on long sweeps
+                a.annotate(str(c), (xv, yv), xytext=(3, -9), textcoords="offset points", fontsize=7, color=color)
+        data["curves"].append({"device": d.id, "parallel": par, "concurrency": conc,
+                               key: list(df[key]), "output_tokens_per_s_per_device": ys,
+                               "output_tokens_per_s": list(df["output_tokens_per_s"]),
+                               "running_batch": list(df["running_batch"])})
+    a.set_xscale("log")
+    a.set_yscale("log")
+    a.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    a.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    a.xaxis.set_minor_formatter(NullFormatter())
+    a.yaxis.set_major_formatter(_eng("tok/s"))
+    a.set_xlabel("inter-token latency (ms)" if x == "itl" else "time to first token (ms)")
+    a.set_ylabel("output tokens/s per GPU")
+    a.set_title(title or f"{m.id} {quant} served by {engine}, {prompt_tokens}/{gen_tokens} tokens\n"
+                         f"labels: concurrent clients; hollow: more clients than the scheduler runs (queueing)",
+                fontsize=10)
+    a.grid(True, which="both", alpha=0.3)
+    a.legend(fontsize=8, loc="lower right")
+    _declutter(fig)
+    return _keep(fig, data)

@@ -37,7 +37,7 @@ struct LinearKernel {
     std::string compute = "activation";
     /// Where the device has no matrix units for `compute` (FP4 or FP8 tensor cores), the format the kernel multiplies
     /// in instead ("activation": weights dequantized in registers, W4A16 / W8A16 as Marlin-style kernels run them);
-    /// "" none: the combination is refused, naming the engine, the format and the device.
+    /// "" none: the combination is refused (the device's NotFound naming the format and the peaks it has).
     std::string fallback_compute;
     double tile_m = 64, tile_n = 64;        ///< output tile: rows × output features
     double dequant_every_rows = 0;          ///< > 0: weights dequantized again per block of this many rows
