@@ -23,7 +23,39 @@ ServingLoad load_of(double prompt_tokens, double gen_tokens, double concurrency,
 }
 }  // namespace
 
+namespace {
+py::dict row_dict(const ServingRow& e) {
+    py::dict d;
+#define ROOFLINE_X(name, type, unit, meaning) d[#name] = to_py(e.name);
+    ROOFLINE_SERVING_FIELDS(ROOFLINE_X)
+#undef ROOFLINE_X
+    return d;
+}
+}  // namespace
+
 void register_serving(py::module_& m) {
+    m.def("is_serving_engine", &is_serving_engine, py::arg("engine"), py::arg("device"),
+          "Whether the engine has continuous batching in engine_db on the device's backend");
+    m.def(
+        "max_concurrency_for_latency",
+        [](const ServingPlan& plan, double prompt_tokens, double gen_tokens, double tpot_s, double ttft_s) {
+            ServingLatencyAnswer a;
+            {
+                py::gil_scoped_release release;
+                a = max_concurrency_for_latency(plan, prompt_tokens, gen_tokens, tpot_s, ttft_s);
+            }
+            py::dict d;
+            d["feasible"] = a.feasible;
+            d["batch"] = a.concurrency;
+            d["limit"] = a.limit;
+            d["reason"] = a.reason;
+            d["at"] = row_dict(a.at);
+            d["beyond"] = row_dict(a.beyond);
+            d["evaluations"] = a.evaluations;
+            return d;
+        },
+        py::arg("plan"), py::arg("prompt_tokens"), py::arg("gen_tokens"), py::arg("tpot_s"), py::arg("ttft_s") = 0.0,
+        "The most closed-loop clients within the latency targets (batch = the concurrency; at / beyond: the fields)");
     m.def(
         "serving_fields",
         [] {

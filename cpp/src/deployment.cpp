@@ -2,14 +2,26 @@
 
 #include "roofline/errors.hpp"
 #include "roofline/plan.hpp"
+#include "roofline/serving.hpp"
 #include "roofline/sweep.hpp"
 
 #include <algorithm>
+#include <functional>
+#include <optional>
 #include <cmath>
 #include <limits>
 #include <numeric>
 
 namespace roofline {
+
+namespace {
+// What a deployment's search found: reached the rate, the capacity within the targets, the load and its numbers.
+struct Found {
+    bool feasible = false, capacity_feasible = false;
+    double capacity = 0, batch = 0, tokens_per_s = 0, tpot_s = 0, ttft_s = 0;
+    std::string reason;
+};
+}  // namespace
 
 std::vector<Deployment> cheapest_deployments(const DeploymentRequest& r) {
     if (!r.model) throw InvalidArgument("cheapest deployments: no model");
@@ -51,26 +63,49 @@ std::vector<Deployment> cheapest_deployments(const DeploymentRequest& r) {
                 row.cost_per_hour = price * count;
                 row.cost_per_million_tokens = row.cost_per_million_tokens_at_capacity = nan;
                 try {
-                    const EstimatePlan plan(*r.model, dev, PlanConfig{q, r.kv_dtype, r.flash_attention, r.engine, count});
-                    ThroughputAnswer ans = min_batch_for_throughput(plan, r.prompt_tokens, r.gen_tokens, target, r.tpot_s, r.ttft_s);
-                    const double capacity = ans.capacity.feasible ? ans.capacity.at.decode_tokens_per_s_total : 0.0;
+                    // the smallest load (batch, or clients under a serving engine) reaching a rate within the
+                    // latency targets, with the capacity within them; replicas when one copy falls short
+                    std::function<Found(double)> search;
+                    std::optional<EstimatePlan> plan;
+                    std::optional<ServingPlan> serving;
+                    if (is_serving_engine(r.engine, dev)) {  // continuous batching: clients, not a static batch
+                        ServingConfig sc;
+                        sc.quant = q;
+                        sc.engine = r.engine;
+                        sc.kv_dtype = r.kv_dtype;
+                        sc.parallel.tensor = count;
+                        serving.emplace(*r.model, dev, sc);
+                        search = [&](double rate) {
+                            const ServingThroughputAnswer x = min_concurrency_for_throughput(*serving, r.prompt_tokens, r.gen_tokens, rate, r.tpot_s, r.ttft_s);
+                            return Found{x.feasible, x.capacity.feasible, x.capacity.at.output_tokens_per_s, x.concurrency,
+                                         x.at.output_tokens_per_s, x.at.tpot_s, x.at.ttft_s, x.reason};
+                        };
+                    } else {
+                        plan.emplace(*r.model, dev, PlanConfig{q, r.kv_dtype, r.flash_attention, r.engine, count});
+                        search = [&](double rate) {
+                            const ThroughputAnswer x = min_batch_for_throughput(*plan, r.prompt_tokens, r.gen_tokens, rate, r.tpot_s, r.ttft_s);
+                            return Found{x.feasible, x.capacity.feasible, x.capacity.at.decode_tokens_per_s_total, x.batch,
+                                         x.at.decode_tokens_per_s_total, x.at.tpot_s, x.at.ttft_s, x.reason};
+                        };
+                    }
+                    Found f = search(target);
+                    const double capacity = f.capacity_feasible ? f.capacity : 0.0;
                     row.capacity_tokens_per_s = capacity;
                     int copies = 1;
-                    if (!ans.feasible && r.replicas && ans.capacity.feasible && capacity > 0) {
+                    if (!f.feasible && r.replicas && f.capacity_feasible && capacity > 0) {
                         copies = static_cast<int>(std::ceil(target / capacity));
-                        ans = min_batch_for_throughput(plan, r.prompt_tokens, r.gen_tokens, target / copies, r.tpot_s, r.ttft_s);
-                        if (ans.feasible) ans.reason = std::to_string(copies) + " replicas; " + ans.reason;
+                        f = search(target / copies);
+                        if (f.feasible) f.reason = std::to_string(copies) + " replicas; " + f.reason;
                     }
-                    row.reason = ans.reason;
-                    if (ans.feasible) {
-                        const EstimateRow& at = ans.at;
+                    row.reason = f.reason;
+                    if (f.feasible) {
                         const double hourly = price * count * copies;
                         row.feasible = true;
-                        row.batch = ans.batch;
+                        row.batch = f.batch;
                         row.replicas = copies;
-                        row.tokens_per_s = at.decode_tokens_per_s_total * copies;
-                        row.tpot_s = at.tpot_s;
-                        row.ttft_s = at.ttft_s;
+                        row.tokens_per_s = f.tokens_per_s * copies;
+                        row.tpot_s = f.tpot_s;
+                        row.ttft_s = f.ttft_s;
                         row.cost_per_hour = hourly;
                         row.cost_per_million_tokens = hourly / (3600.0 * target) * 1e6;
                         row.cost_per_million_tokens_at_capacity = hourly / (3600.0 * capacity * copies) * 1e6;

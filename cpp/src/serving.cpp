@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 namespace roofline {
@@ -295,7 +296,7 @@ public:
         if (E <= 1) return e;
         const double k = p_.structure->arch.n_expert_used;
         // rows each rank's experts receive on average, and the busiest rank's share of them: the maximum of E
-        // balanced multinomial loads, m + sqrt(2 m ln E) (random routing; a skewed router is worse)
+        // balanced multinomial loads, m + sqrt(2 m ln E (1 - 1/E)) (random routing; a skewed router is worse)
         const double mean_rows = s_.dep ? rows * k : rows * k / E;
         e.imbalance = mean_rows > 0 ? 1 + std::sqrt(2 * std::log(E) * (1 - 1 / E) / mean_rows) : 1;
         if (s_.dep) {
@@ -654,6 +655,119 @@ ServingEstimate ServingPlan::estimate(const ServingLoad& load, bool breakdown) c
 
 ServingEstimate serve(const Model& model, const Device& device, const ServingConfig& config, const ServingLoad& load) {
     return ServingPlan(model, device, config).estimate(load);
+}
+
+}  // namespace roofline
+
+namespace roofline {
+
+namespace {
+std::string ms(double s) {
+    if (!std::isfinite(s)) return "inf";
+    char b[32];
+    std::snprintf(b, sizeof b, "%.1f ms", s * 1e3);
+    return b;
+}
+}  // namespace
+
+bool is_serving_engine(std::string_view engine_name, const Device& device) {
+    const std::shared_ptr<const Engine> e = engine(engine_name);
+    return e->on(device).serving.defined;
+}
+
+ServingLatencyAnswer max_concurrency_for_latency(const ServingPlan& plan, double prompt, double gen, double tpot_s,
+                                                 double ttft_s) {
+    check_size("tpot_s", tpot_s);
+    check_size("ttft_s", ttft_s);
+    ServingLatencyAnswer a;
+    std::string limit;
+    auto at = [&](double c) {
+        ++a.evaluations;
+        ServingLoad l;
+        l.prompt_tokens = prompt;
+        l.gen_tokens = gen;
+        l.concurrency = c;
+        return plan.evaluate(l, nullptr, &limit);
+    };
+    auto why = [&](const ServingRow& r) -> std::string {
+        if (r.saturated) return "queue";
+        if (tpot_s > 0 && r.tpot_s > tpot_s) return "tpot";
+        if (ttft_s > 0 && r.ttft_s > ttft_s) return "ttft";
+        return "";
+    };
+    const ServingRow one = at(1);
+    const double cap = std::max(1.0, one.max_running_batch);
+    if (!why(one).empty()) {
+        a.limit = why(one);
+        a.at = one;
+        a.beyond = at(2);
+        a.reason = "one client already misses the " + a.limit + " target (TPOT " + ms(one.tpot_s) + ", TTFT " + ms(one.ttft_s) + ")";
+        return a;
+    }
+    double lo = 1, hi = cap + 1;  // lo meets the targets; hi does not, or lies beyond the scheduler's limit
+    ServingRow best = one;
+    while (hi - lo > 1) {
+        const double mid = std::floor((lo + hi) / 2);
+        const ServingRow r = at(mid);
+        if (why(r).empty()) {
+            lo = mid;
+            best = r;
+        } else {
+            hi = mid;
+        }
+    }
+    a.feasible = true;
+    a.concurrency = lo;
+    a.at = best;
+    a.beyond = at(lo + 1);
+    const std::string w = why(a.beyond);
+    a.limit = lo >= cap ? limit : w.empty() ? limit : w;
+    a.reason = std::to_string(static_cast<long long>(lo)) + " clients: " + std::to_string(static_cast<long long>(best.output_tokens_per_s)) +
+               " output tokens/s, TPOT " + ms(best.tpot_s) + ", TTFT " + ms(best.ttft_s) + "; more are limited by " + a.limit;
+    return a;
+}
+
+ServingThroughputAnswer min_concurrency_for_throughput(const ServingPlan& plan, double prompt, double gen, double target,
+                                                       double tpot_s, double ttft_s) {
+    check_size("tokens_per_s", target, true);
+    ServingThroughputAnswer t;
+    t.capacity = max_concurrency_for_latency(plan, prompt, gen, tpot_s, ttft_s);
+    if (!t.capacity.feasible) {
+        t.reason = t.capacity.reason;
+        t.at = t.capacity.at;
+        return t;
+    }
+    if (t.capacity.at.output_tokens_per_s < target) {
+        t.at = t.capacity.at;
+        t.reason = "at most " + std::to_string(static_cast<long long>(t.capacity.at.output_tokens_per_s)) +
+                   " output tokens/s within the targets (" + t.capacity.reason + ")";
+        return t;
+    }
+    auto at = [&](double c) {
+        ServingLoad l;
+        l.prompt_tokens = prompt;
+        l.gen_tokens = gen;
+        l.concurrency = c;
+        return plan.evaluate(l);
+    };
+    double lo = 0, hi = t.capacity.concurrency;  // hi reaches the target; lo does not (0: none)
+    ServingRow best = t.capacity.at;
+    while (hi - lo > 1) {
+        const double mid = std::floor((lo + hi) / 2);
+        const ServingRow r = at(mid);
+        if (r.output_tokens_per_s >= target) {
+            hi = mid;
+            best = r;
+        } else {
+            lo = mid;
+        }
+    }
+    t.feasible = true;
+    t.concurrency = hi;
+    t.at = best;
+    t.reason = std::to_string(static_cast<long long>(hi)) + " clients reach " + std::to_string(static_cast<long long>(target)) +
+               " output tokens/s (TPOT " + ms(best.tpot_s) + ", TTFT " + ms(best.ttft_s) + ")";
+    return t;
 }
 
 }  // namespace roofline

@@ -481,8 +481,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     print(_table([[s["table"], s["kind"], str(s["points"]), _pct(s["defaults"]), _pct(s["in_sample"]),
                    _pct(s["leave_one_gpu_out"]), _pct(s["roofline"])] for s in serving],
                  ["table", "kind", "points", "defaults", "in-sample", "leave-one-GPU-out", "pure roofline"]))
-    fit = ", ".join(f"{k} {v:g}" for k, v in serving_cv.attrs["fit"].items())
-    print(f"in-sample fit: {fit} (tests/validation/serving.json: grid fit of the engine's host time per sequence and "
+    fitted = ", ".join(f"{k} {v:g}" for k, v in serving_cv.attrs["fit"].items())
+    print(f"in-sample fit: {fitted} (tests/validation/serving.json: grid fit of the engine's host time per sequence and "
           f"bandwidth share to both tables)\n")
     point_tables = [t for t in dict.fromkeys(res["table"]) if (res[res["table"] == t]["tolerance"] > 0).any()]
     pts = res[res["table"].isin(point_tables)]

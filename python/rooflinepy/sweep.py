@@ -504,6 +504,12 @@ def max_batch(model: Any, quant: str, device: Any, tpot_ms: Optional[float] = No
     target: ``feasible`` is False and ``reason`` says why."""
     tpot_s, ttft_s = _ms(tpot_ms, "tpot_ms"), _ms(ttft_ms, "ttft_ms")
     m, dev = _model(model), _device(device)
+    if _core.is_serving_engine(engine, dev._core):  # continuous batching: the most clients within the targets
+        from .serving import _plan as _serving_plan
+
+        par = _core.Parallelism(int(tensor_parallel), 1, 1, False)
+        sp = _serving_plan(m, dev, quant, engine, "" if kv_dtype == "f16" else kv_dtype, par, 0.0, 0.0, 0.0)
+        return _answer(_core.max_concurrency_for_latency(sp, float(prompt_tokens), float(gen_tokens), tpot_s, ttft_s))
     plan = _plan(m, dev, quant, kv_dtype, flash_attention, engine, tensor_parallel)
     return _answer(_core.max_batch_for_latency(plan, float(prompt_tokens), float(gen_tokens), tpot_s, ttft_s))
 

@@ -765,6 +765,14 @@ CLI_CASES = [
      ["cannot write output '/dev/full'", "No space left"]),
     ("estimate past the model's context", ["estimate", "-m", "gpt2", "-dev", "l4", "-p", "2000"], None,
      ["exceed gpt2's context of 1024 tokens"]),
+    ("serve with a static-batch engine", ["serve", "-m", "llama-3.1-8b", "-dev", "h100", "--engine", "gpt-fast"], None,
+     ["engine 'gpt-fast'", "no continuous batching", "serving engines"]),
+    ("serve bad parallel", ["serve", "-m", "llama-3.1-8b", "-dev", "h100", "--parallel", "TP2,XP2"], None,
+     ["parallel: term 'XP2'", "TPn, PPn, EPn or DEPn"]),
+    ("serve concurrency and rate", ["serve", "-m", "llama-3.1-8b", "-dev", "h100", "--concurrency", "8",
+                                    "--request-rate", "2"], None, ["--concurrency and --request-rate are exclusive"]),
+    ("serve bad concurrency", ["serve", "-m", "llama-3.1-8b", "-dev", "h100", "--concurrency", "0"], None,
+     ["--concurrency must be comma-separated whole numbers >= 1"]),
 ]
 
 

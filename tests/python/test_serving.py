@@ -354,3 +354,23 @@ def test_concurrency_invariants_everywhere(kw, clients):
 def test_roofline_not_slower_with_one_generated_token():
     e = rp.serve(*BASE, prompt_tokens=1, gen_tokens=1, concurrency=3)
     assert e.roofline_output_tokens_per_s >= e.output_tokens_per_s
+
+
+def test_max_batch_and_cheapest_use_the_serving_model_for_serving_engines():
+    """With a serving engine, rp.max_batch answers the most closed-loop clients within the targets and rp.cheapest
+    ranks deployments by the clients they need: the answers are rp.serve's at those loads."""
+    a = rp.max_batch(model="llama-3.1-8b", quant="fp8", device="h100-sxm", tpot_ms=30, prompt_tokens=1000,
+                     gen_tokens=500, engine="vllm")
+    assert a.feasible and a.limit == "tpot" and a.tpot_ms <= 30
+    at = rp.serve("llama-3.1-8b", "fp8", "h100-sxm", prompt_tokens=1000, gen_tokens=500, concurrency=a.batch)
+    assert a.at["output_tokens_per_s"] == pytest.approx(at.output_tokens_per_s, rel=1e-12)
+    beyond = rp.serve("llama-3.1-8b", "fp8", "h100-sxm", prompt_tokens=1000, gen_tokens=500, concurrency=a.batch + 1)
+    assert beyond.tpot_s * 1e3 > 30
+    df = rp.cheapest(model="llama-3.1-70b", quant="fp8", target_tokens_per_s=2000, devices=["h100-sxm"],
+                     price_per_hour={"h100-sxm": 2.5}, tpot_ms=50, engine="vllm")
+    ok = df[df.feasible]
+    assert len(ok) and (ok.tpot_ms <= 50).all() and (ok.tokens_per_s >= 2000).all()
+    first = ok.iloc[0]
+    e = rp.serve("llama-3.1-70b", "fp8", "h100-sxm", tensor_parallel=int(first["count"]), prompt_tokens=512,
+                 gen_tokens=128, kv_dtype="f16", concurrency=int(first["batch"]))
+    assert first["tokens_per_s"] == pytest.approx(e.output_tokens_per_s, rel=1e-12)

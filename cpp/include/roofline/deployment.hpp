@@ -42,7 +42,10 @@ struct Deployment {
     std::string reason;
 };
 
-/// Every (device, count, quant) candidate, cheapest first. Throughput is the aggregate decode rate
+/// Every (device, count, quant) candidate, cheapest first. With a serving engine (vllm, trt-llm, sglang: continuous
+/// batching) a candidate is the serving model's: the fewest closed-loop clients whose output tokens/s reach the
+/// target within the latency targets (min_concurrency_for_throughput; `batch` is that concurrency, TTFT includes the
+/// prefill chunks). Otherwise throughput is the aggregate decode rate
 /// (decode_tokens_per_s_total) of a batch of sequences of prompt + gen tokens at the smallest batch that reaches the
 /// target while fitting in memory and meeting the latency targets (min_batch_for_throughput); prefill time is not
 /// charged against the rate. With `replicas`, a deployment whose capacity is below the target runs

@@ -133,3 +133,36 @@ private:
 ServingEstimate serve(const Model& model, const Device& device, const ServingConfig& config, const ServingLoad& load);
 
 }  // namespace roofline
+
+namespace roofline {
+
+/// The most closed-loop clients a deployment serves within the latency targets (tpot_s, ttft_s; <= 0: none) at
+/// prompt + gen tokens per request: bisection over the concurrency up to the scheduler's limit (beyond it requests
+/// queue and TTFT grows without a bound on throughput). `batch` is the concurrency; `limit` "tpot", "ttft" or the
+/// scheduler's ("kv_cache", "max_batch", "token_budget"). Never throws for an unmet target: feasible is false.
+struct ServingLatencyAnswer {
+    bool feasible = false;
+    double concurrency = 0;
+    std::string limit, reason;
+    ServingRow at, beyond;  ///< at the answer and one client more (at 1 and 2 when infeasible)
+    int evaluations = 0;
+};
+ServingLatencyAnswer max_concurrency_for_latency(const ServingPlan& plan, double prompt_tokens, double gen_tokens,
+                                                 double tpot_s, double ttft_s = 0);
+
+/// The fewest clients whose output tokens/s reach `tokens_per_s` within the latency targets (bisection up to
+/// max_concurrency_for_latency's answer); infeasible with the capacity when even that falls short.
+struct ServingThroughputAnswer {
+    bool feasible = false;
+    double concurrency = 0;
+    std::string reason;
+    ServingRow at;
+    ServingLatencyAnswer capacity;
+};
+ServingThroughputAnswer min_concurrency_for_throughput(const ServingPlan& plan, double prompt_tokens, double gen_tokens,
+                                                       double tokens_per_s, double tpot_s = 0, double ttft_s = 0);
+
+/// Whether `engine_name` names a serving engine (continuous batching in engine_db) on `device`.
+bool is_serving_engine(std::string_view engine_name, const Device& device);
+
+}  // namespace roofline

@@ -9,7 +9,7 @@ import numpy.typing
 import typing
 from . import calibration
 from . import ops
-__all__: list[str] = ['Architecture', 'CeilingTimes', 'DATA_DIR_VARIABLE', 'Deployment', 'Device', 'DeviceDB', 'Engine', 'EngineBackend', 'EngineFitResult', 'Estimate', 'EstimatePlan', 'FitReport', 'LinearKernel', 'Model', 'OpCost', 'Parallelism', 'RidgeShiftPoint', 'ServingEstimate', 'ServingPlan', 'Timing', 'attainable_flops', 'calibrate_efficiency', 'calibration', 'cheapest_deployments', 'cross_validate_engine', 'data_directory', 'dtypes', 'engine', 'engine_names', 'engine_parameter', 'estimate', 'estimate_fields', 'evaluate', 'fit_engine', 'format_info', 'format_names', 'ggml_types', 'kv_cache_bytes', 'kv_cache_bytes_read', 'kv_format_names', 'llama_mix_names', 'llama_mix_types', 'load_device', 'load_engine_directory', 'max_batch_for_latency', 'min_batch_for_throughput', 'ops', 'parse_device', 'parse_engine', 'parse_parallelism', 'phase_bound_names', 'predict_points', 'quant_names', 'read_gguf', 'ridge_shift', 'scaling_exponent', 'serving_fields', 'set_data_directory', 'speculative_tokens_per_cycle', 'sum_of_totals', 'summarize_validation', 'supported_model_types', 'sweep', 'sweep_code_columns', 'sweep_columns', 'sweep_points', 'tensor_formats', 'unknown_name_message', 'validate', 'weight_bytes']
+__all__: list[str] = ['Architecture', 'CeilingTimes', 'DATA_DIR_VARIABLE', 'Deployment', 'Device', 'DeviceDB', 'Engine', 'EngineBackend', 'EngineFitResult', 'Estimate', 'EstimatePlan', 'FitReport', 'LinearKernel', 'Model', 'OpCost', 'Parallelism', 'RidgeShiftPoint', 'ServingEstimate', 'ServingPlan', 'Timing', 'attainable_flops', 'calibrate_efficiency', 'calibration', 'cheapest_deployments', 'cross_validate_engine', 'data_directory', 'dtypes', 'engine', 'engine_names', 'engine_parameter', 'estimate', 'estimate_fields', 'evaluate', 'fit_engine', 'format_info', 'format_names', 'ggml_types', 'is_serving_engine', 'kv_cache_bytes', 'kv_cache_bytes_read', 'kv_format_names', 'llama_mix_names', 'llama_mix_types', 'load_device', 'load_engine_directory', 'max_batch_for_latency', 'max_concurrency_for_latency', 'min_batch_for_throughput', 'ops', 'parse_device', 'parse_engine', 'parse_parallelism', 'phase_bound_names', 'predict_points', 'quant_names', 'read_gguf', 'ridge_shift', 'scaling_exponent', 'serving_fields', 'set_data_directory', 'speculative_tokens_per_cycle', 'sum_of_totals', 'summarize_validation', 'supported_model_types', 'sweep', 'sweep_code_columns', 'sweep_columns', 'sweep_points', 'tensor_formats', 'unknown_name_message', 'validate', 'weight_bytes']
 class OpCost:
     """
     FLOPs by unit and format, bytes read and written per memory level, and kernel launches of one op
@@ -788,7 +788,7 @@ class EstimatePlan:
     """
     A model × device × configuration ready to be estimated at any batch, prompt and generated tokens in O(1)
     """
-    def __init__(self, model: Model, device: Device, quant: str, kv_dtype: str = 'f16', flash_attention: bool = False, engine: str = 'llama.cpp', tensor_parallel: typing.SupportsFloat | typing.SupportsIndex = 1, ubatch_tokens: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> None:
+    def __init__(self, model: Model, device: Device, quant: str, kv_dtype: str = 'f16', flash_attention: bool = False, engine: str = 'llama.cpp', tensor_parallel: typing.SupportsFloat | typing.SupportsIndex = 1, ubatch_tokens: typing.SupportsFloat | typing.SupportsIndex = 0.0, engine_object: Engine = None) -> None:
         ...
     def __repr__(self) -> str:
         ...
@@ -1285,6 +1285,10 @@ def ggml_types() -> list:
     """
     GGML tensor types: id, name, block_size (elements), type_size (bytes per block), bits_per_element
     """
+def is_serving_engine(engine: str, device: Device) -> bool:
+    """
+    Whether the engine has continuous batching in engine_db on the device's backend
+    """
 def kv_cache_bytes(model: Model, batch: typing.SupportsFloat | typing.SupportsIndex, context: typing.SupportsFloat | typing.SupportsIndex, kv_dtype: str = 'f16') -> float:
     """
     KV-cache bytes of `batch` sequences of `context` tokens
@@ -1316,6 +1320,10 @@ def load_engine_directory(directory: str) -> list[Engine]:
 def max_batch_for_latency(plan: EstimatePlan, prompt_tokens: typing.SupportsFloat | typing.SupportsIndex, gen_tokens: typing.SupportsFloat | typing.SupportsIndex, tpot_s: typing.SupportsFloat | typing.SupportsIndex, ttft_s: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> dict:
     """
     The largest batch that fits and meets the latency targets (<= 0: none), by bisection
+    """
+def max_concurrency_for_latency(plan: ServingPlan, prompt_tokens: typing.SupportsFloat | typing.SupportsIndex, gen_tokens: typing.SupportsFloat | typing.SupportsIndex, tpot_s: typing.SupportsFloat | typing.SupportsIndex, ttft_s: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> dict:
+    """
+    The most closed-loop clients within the latency targets (batch = the concurrency; at / beyond: the fields)
     """
 def min_batch_for_throughput(plan: EstimatePlan, prompt_tokens: typing.SupportsFloat | typing.SupportsIndex, gen_tokens: typing.SupportsFloat | typing.SupportsIndex, tokens_per_s: typing.SupportsFloat | typing.SupportsIndex, tpot_s: typing.SupportsFloat | typing.SupportsIndex = 0.0, ttft_s: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> dict:
     """
