@@ -64,7 +64,9 @@ void register_device(py::module_& m) {
             },
             py::arg("op"), py::arg("dtype"), py::arg("level") = "dram", py::arg("unit") = "matrix",
             "The op's arithmetic intensity as a multiple of this device's ridge point")
-        .def_property_readonly("interconnect_bandwidth", &Device::interconnect_bandwidth)
+        .def_property_readonly("interconnect_bandwidth", py::overload_cast<>(&Device::interconnect_bandwidth, py::const_))
+        .def("interconnect_bandwidth_for", py::overload_cast<double>(&Device::interconnect_bandwidth, py::const_),
+             py::arg("devices"), "The fastest interconnect joining that many devices (B/s per direction; 0: none)")
         .def(
             "time",
             [](const Device& d, const OpCost& op, bool ideal) {

@@ -129,6 +129,13 @@ double Device::interconnect_bandwidth() const {
     return best;
 }
 
+double Device::interconnect_bandwidth(double devices) const {
+    double best = 0;
+    for (const auto& i : interconnect)
+        if (i.domain_devices == 0 || i.domain_devices >= devices) best = std::max(best, i.bandwidth_Bps);
+    return best;
+}
+
 // ------------------------------------------------------------------------------------------------
 // JSON <-> Device
 namespace {
@@ -259,6 +266,10 @@ Device parse_device(std::string_view json_text, std::string_view origin) {
         Interconnect ic;
         ic.name = c.string("name");
         ic.bandwidth_Bps = c.number("bandwidth_GBps", kMinGBps, 1e6) * kGB;
+        if (auto dd = c.opt_number("domain_devices", 1, 1e6)) {
+            if (*dd != std::floor(*dd)) c.fail("domain_devices", "must be a whole number of devices, got " + std::to_string(*dd));
+            ic.domain_devices = *dd;
+        }
         ic.provenance = read_provenance(c);
         c.finish();
         d.interconnect.push_back(ic);
@@ -367,7 +378,11 @@ std::string Device::to_json(int indent) const {
     if (!interconnect.empty()) {
         j["interconnect"] = nlohmann::ordered_json::array();
         for (const auto& i : interconnect)
-            j["interconnect"].push_back(provenance_json({{"name", i.name}, {"bandwidth_GBps", unscaled(i.bandwidth_Bps, kGB)}}, i.provenance));
+        {
+            nlohmann::ordered_json ij{{"name", i.name}, {"bandwidth_GBps", unscaled(i.bandwidth_Bps, kGB)}};
+            if (i.domain_devices > 0) ij["domain_devices"] = i.domain_devices;
+            j["interconnect"].push_back(provenance_json(ij, i.provenance));
+        }
     }
     if (tdp_w > 0) j["power"] = provenance_json({{"tdp_W", tdp_w}}, power_provenance);
     nlohmann::ordered_json eff = {{"dram_bandwidth_fraction", efficiency.dram_bandwidth_fraction}};

@@ -42,10 +42,10 @@ namespace {
 
 double interconnect_for(const Device& device, int tp) {
     if (tp <= 1) return 0;
-    const double bps = device.interconnect_bandwidth();
+    const double bps = device.interconnect_bandwidth(tp);  // NVLink within its domain, else the network
     if (bps <= 0)
-        throw InvalidArgument("tensor_parallel " + std::to_string(tp) + " needs an interconnect; device '" + device.id +
-                              "' lists none");
+        throw InvalidArgument("tensor_parallel " + std::to_string(tp) + " needs an interconnect joining " +
+                              std::to_string(tp) + " devices; device '" + device.id + "' lists none");
     return bps;
 }
 

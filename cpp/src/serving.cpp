@@ -200,9 +200,10 @@ ServingPlan::ServingPlan(const Model& model, const Device& device, const Serving
     s->config.kv_dtype = kv;
     const EstimatePlan::Impl& p = *s->p;
     if (par.pipeline > 1 || par.attention_data) {
-        s->interconnect_Bps = device.interconnect_bandwidth();
+        s->interconnect_Bps = device.interconnect_bandwidth(par.devices());  // NVLink within its domain, else the network
         if (s->interconnect_Bps <= 0)
-            throw InvalidArgument(par.notation() + " needs an interconnect; device '" + device.id + "' lists none");
+            throw InvalidArgument(par.notation() + " needs an interconnect joining " + std::to_string(par.devices()) +
+                                  " devices; device '" + device.id + "' lists none");
     }
     s->step_latency_s = backend.collective_step_latency_s;
     s->model_id = a.id;

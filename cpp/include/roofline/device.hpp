@@ -56,6 +56,9 @@ struct ComputePeak {
 struct Interconnect {
     std::string name;
     double bandwidth_Bps = 0;  ///< per direction, per device
+    /// The most devices these links join (an HGX board's NVLink: 8, a GB200 NVL72 rack's: 72, a PCIe server: 8, a
+    /// bridge: 2, a CPU link: 1); 0: any number (a network adapter).
+    double domain_devices = 0;
     Provenance provenance;
 };
 
@@ -112,6 +115,8 @@ public:
     double ridge_point(DType format, Level l = Level::dram, Unit unit = Unit::matrix) const;
     /// Fastest interconnect per direction, 0 when none is listed.
     double interconnect_bandwidth() const;
+    /// The fastest interconnect joining `devices` devices (its domain_devices 0 or at least that many); 0 when none.
+    double interconnect_bandwidth(double devices) const;
 
     /// The device as schema-conforming JSON text (round-trips through parse_device).
     std::string to_json(int indent = 2) const;
