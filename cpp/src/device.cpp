@@ -380,7 +380,7 @@ std::string Device::to_json(int indent) const {
         for (const auto& i : interconnect)
         {
             nlohmann::ordered_json ij{{"name", i.name}, {"bandwidth_GBps", unscaled(i.bandwidth_Bps, kGB)}};
-            if (i.domain_devices > 0) ij["domain_devices"] = i.domain_devices;
+            if (i.domain_devices > 0) ij["domain_devices"] = static_cast<long long>(i.domain_devices);  // whole
             j["interconnect"].push_back(provenance_json(ij, i.provenance));
         }
     }

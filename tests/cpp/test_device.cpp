@@ -115,3 +115,23 @@ TEST_CASE("bf16, tf32 and int32 work without units of their own run in fp32; low
     CHECK_THROWS_AS(d.execution_peak(DType::fp64), NotFound);
     CHECK_THROWS_AS(d.peak_flops(DType::fp8_e4m3), NotFound);  // the datasheet query stays strict
 }
+
+TEST_CASE("interconnects join the devices of their domain; beyond it the network carries the collective") {
+    const DeviceDB db = DeviceDB::load_directory(ROOFLINE_TEST_HARDWARE_DB);
+    const Device& h100 = db.get("h100-sxm");
+    CHECK(h100.interconnect_bandwidth(8) == doctest::Approx(450e9));   // NVLink 4 on an HGX board of 8
+    CHECK(h100.interconnect_bandwidth(16) == doctest::Approx(50e9));   // two nodes: the 400 Gb/s NIC
+    CHECK(h100.interconnect_bandwidth() == doctest::Approx(450e9));    // without a count: the fastest link
+    const Device& gb200 = db.get("gb200");
+    CHECK(gb200.interconnect_bandwidth(72) == doctest::Approx(900e9));  // the NVL72 domain
+    CHECK(gb200.interconnect_bandwidth(73) == 0);                       // no network listed for GB200
+    CHECK(gb200.interconnect_bandwidth(2) == doctest::Approx(900e9));   // NVLink-C2C (domain 1) never joins GPUs
+    const Device round = parse_device(h100.to_json(), "<round trip>");
+    CHECK(round.interconnect_bandwidth(16) == doctest::Approx(50e9));
+    std::string bad = h100.to_json();
+    const std::size_t at = bad.find("\"domain_devices\": 8");
+    REQUIRE(at != std::string::npos);
+    bad.replace(at, std::string("\"domain_devices\": 8").size(), "\"domain_devices\": 2.5");
+    CHECK_THROWS_WITH_AS(parse_device(bad, "<t>"),
+        doctest::Contains("domain_devices"), InvalidArgument);
+}
