@@ -18,6 +18,8 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <mutex>
+#include <array>
 
 namespace roofline {
 
@@ -122,6 +124,25 @@ struct ServingPlan::Impl {
     double fixed_cost_s = 0;        // the device's fixed cost per kernel under this engine
     double kv_token_bytes = 0;      // one token of one sequence on one rank (full-attention layers; PP split)
     bool user_batch = false, user_tokens = false;
+    // the last few prompts' chunked attention (a pure function of prompt and chunk: sharing it changes no bit)
+    struct PromptAttention {
+        double prompt = -1, chunk = -1;
+        PhaseSums sums;
+    };
+    mutable std::mutex attention_mutex;
+    mutable std::array<PromptAttention, 4> attention_cache;
+    mutable std::size_t attention_next = 0;
+    PhaseSums prompt_attention(double prompt, double chunk) const {
+        {
+            std::lock_guard<std::mutex> lock(attention_mutex);
+            for (const PromptAttention& a : attention_cache)
+                if (a.prompt == prompt && a.chunk == chunk) return a.sums;
+        }
+        PromptAttention a{prompt, chunk, p->chunked_attention(p->prefill_attention(prompt, 0, chunk), 1)};
+        std::lock_guard<std::mutex> lock(attention_mutex);
+        attention_cache[attention_next++ % attention_cache.size()] = a;
+        return a.sums;
+    }
 
     double seq_kv(double tokens) const {  // one sequence's KV on one rank, in whole blocks
         const double blk = policy.kv_block_tokens;
@@ -249,6 +270,7 @@ struct Iterations {
     double chunk = 0;        // prefill tokens of a mixed iteration
     double f = 0;            // share of iterations carrying a chunk
     double t_decode = 0, t_mixed = 0, t_mean = 0;  // per micro-batch period (the ITL)
+    double ideal_decode = 0, ideal_mixed = 0, ideal_mean = 0;  // the same at the datasheet roofline (no overhead)
     double chunks_per_prompt = 1;
     PhaseBound decode_bound = PhaseBound::absent, prefill_bound = PhaseBound::absent;
 };
@@ -257,9 +279,8 @@ class Evaluator {
     using Impl_ExpertSplit = EstimatePlan::Impl::ExpertSplit;
 
 public:
-    /// ideal: every pass at the datasheet roofline, without fixed costs, host time or communication latency.
-    Evaluator(const ServingPlan::Impl& s, const ServingPolicy& policy, const ServingLoad& l, bool ideal = false)
-        : s_(s), policy_(policy), p_(*s.p), isl_(l.prompt_tokens), osl_(l.gen_tokens), ideal_(ideal) {
+    Evaluator(const ServingPlan::Impl& s, const ServingPolicy& policy, const ServingLoad& l)
+        : s_(s), policy_(policy), p_(*s.p), isl_(l.prompt_tokens), osl_(l.gen_tokens) {
         n_ = osl_ - 1;
         ctx_ = isl_ + osl_ / 2;  // mean context of a decoding sequence (staggered)
     }
@@ -331,8 +352,8 @@ public:
         PhaseSums share = prompt_attention(policy_.chunked_prefill ? std::min(tokens, isl_) : isl_);
         scale(share, tokens / isl_);
         add(pass, share);
-        const double gpu = ideal_ ? pass.ideal_seconds : host_bound(pass, pass.seconds, false) + all_to_all_s(tokens) + send_recv_s(tokens);
-        return ideal_ ? gpu : std::max(gpu, host_s(1, tokens / isl_));
+        const double gpu = host_bound(pass, pass.seconds, false) + all_to_all_s(tokens) + send_recv_s(tokens);
+        return std::max(gpu, host_s(1, tokens / isl_));
     }
 
     double host_s(double micro, double sequences) const {
@@ -342,7 +363,7 @@ public:
     const PhaseSums& prompt_attention(double chunk) {
         if (chunk != attn_chunk_) {
             attn_chunk_ = chunk;
-            attn_ = p_.chunked_attention(p_.prefill_attention(isl_, 0, policy_.chunked_prefill ? chunk : 0), 1);
+            attn_ = s_.prompt_attention(isl_, policy_.chunked_prefill ? chunk : 0);
         }
         return attn_;
     }
@@ -367,7 +388,8 @@ public:
         PhaseSums dec = sd;
         add(dec, ad);
         const bool graph = b <= policy_.cuda_graph_max_batch;
-        it.t_decode = b > 0 ? (ideal_ ? dec.ideal_seconds : host_bound(dec, dec.seconds, graph) + all_to_all_s(b) + send_recv_s(b)) : 0;
+        it.t_decode = b > 0 ? host_bound(dec, dec.seconds, graph) + all_to_all_s(b) + send_recv_s(b) : 0;
+        it.ideal_decode = b > 0 ? dec.ideal_seconds : 0;
         it.decode_bound = b > 0 ? phase_bound(dec.derated) : PhaseBound::absent;
         // mixed iteration: the decodes and a chunk (its share of one prompt's attention over its chunks)
         if (it.chunk > 0) {
@@ -381,24 +403,30 @@ public:
             PhaseSums share = pa;
             scale(share, it.chunk / isl_);
             add(mix, share);
-            it.t_mixed = ideal_ ? mix.ideal_seconds : host_bound(mix, mix.seconds, false) + all_to_all_s(rows) + send_recv_s(rows);
+            it.t_mixed = host_bound(mix, mix.seconds, false) + all_to_all_s(rows) + send_recv_s(rows);
+            it.ideal_mixed = mix.ideal_seconds;
             it.prefill_bound = phase_bound(mix.derated);
             it.chunks_per_prompt = std::ceil(isl_ / it.chunk);
         }
         // The scheduler's host work overlaps the GPU's (overlap / async schedulers): a micro-batch period lasts the
         // longer of its GPU time and the host's time for the period, a fixed part per iteration and a part per
         // sequence the iteration carries (scheduling, sampling, bookkeeping of each request), for every micro-batch.
-        if (b > 0 && !ideal_) it.t_decode = std::max(it.t_decode, host_s(it.micro, b));
-        if (it.chunk > 0 && !ideal_) it.t_mixed = std::max(it.t_mixed, host_s(it.micro, (policy_.mixed_batches ? b : 0) + it.chunk / isl_));
+        if (b > 0) it.t_decode = std::max(it.t_decode, host_s(it.micro, b));
+        if (it.chunk > 0) it.t_mixed = std::max(it.t_mixed, host_s(it.micro, (policy_.mixed_batches ? b : 0) + it.chunk / isl_));
         // the mean period between two tokens of a decoding sequence
-        it.t_mean = policy_.mixed_batches ? it.f * it.t_mixed + (1 - it.f) * it.t_decode : it.t_decode + it.f * it.t_mixed;
+        auto mean = [&](double mixed, double decode) {
+            return policy_.mixed_batches ? it.f * mixed + (1 - it.f) * decode : decode + it.f * mixed;
+        };
+        it.t_mean = mean(it.t_mixed, it.t_decode);
+        it.ideal_mean = mean(it.ideal_mixed, it.ideal_decode);
         return it;
     }
 
-    // Output tokens/s of one scheduler at B decodes.
-    double rate(const Iterations& it) const {
-        if (n_ <= 0) return it.t_mixed > 0 ? it.micro * it.chunk / isl_ * osl_ / it.t_mixed : 0;
-        return it.t_mean > 0 ? it.micro * it.b * osl_ / (n_ * it.t_mean) : 0;
+    // Output tokens/s of one scheduler at B decodes (ideal: at the datasheet roofline).
+    double rate(const Iterations& it, bool ideal = false) const {
+        const double mixed = ideal ? it.ideal_mixed : it.t_mixed, period = ideal ? it.ideal_mean : it.t_mean;
+        if (n_ <= 0) return mixed > 0 ? it.micro * it.chunk / isl_ * osl_ / mixed : 0;
+        return period > 0 ? it.micro * it.b * osl_ / (n_ * period) : 0;
     }
     // Time to first token of a request that finds the scheduler at `it`, without queueing: the rest of the
     // current iteration, then its prompt's chunks.
@@ -428,7 +456,6 @@ private:
     const ServingPolicy& policy_;
     const EstimatePlan::Impl& p_;
     double isl_, osl_, n_ = 0, ctx_ = 0;
-    bool ideal_ = false;
     double attn_chunk_ = -1;
     PhaseSums attn_;
 };
@@ -613,10 +640,9 @@ ServingRow ServingPlan::evaluate(const ServingLoad& l, std::vector<BreakdownRow>
         }
     }
     r.output_tokens_per_s = rate_tok * units;
-    {
-        Evaluator roof(s, policy, l, true);
-        r.roofline_output_tokens_per_s = roof.rate(roof.at(r.running_batch)) * units;
-    }
+    // the same iterations at the datasheet roofline: every pass's ideal time, no fixed cost, host time or
+    // communication beyond the plan's all-reduce bytes
+    r.roofline_output_tokens_per_s = e.rate(it, true) * units;
     r.requests_per_s = r.output_tokens_per_s / osl;
     r.output_tokens_per_s_per_device = r.output_tokens_per_s / r.devices;
     r.itl_s = it.t_mean;
