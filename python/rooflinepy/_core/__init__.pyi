@@ -192,6 +192,10 @@ class Device:
         """
         Every compute peak with its source
         """
+    def interconnect_bandwidth_for(self, devices: typing.SupportsFloat | typing.SupportsIndex) -> float:
+        """
+        The fastest interconnect joining that many devices (B/s per direction; 0: none)
+        """
     def memory_levels(self) -> list:
         """
         Every memory level with bandwidth (bytes/s), capacity (bytes) and source
