@@ -92,4 +92,21 @@ void register_validation(py::module_& m) {
             return out;
         },
         py::arg("points"), "MAPE and largest error per table and over all points, in percent");
+    m.def(
+        "static_batch_rates",
+        [](const EstimatePlan& plan, double batch, double prompt_tokens, double gen_tokens) {
+            StaticBatchRates r;
+            {
+                py::gil_scoped_release release;
+                r = static_batch_rates(plan, batch, prompt_tokens, gen_tokens);
+            }
+            py::dict d;
+            d["output_tokens_per_s_per_device"] = r.output_tokens_per_s_per_device;
+            d["roofline_output_tokens_per_s_per_device"] = r.roofline_output_tokens_per_s_per_device;
+            d["ttft_s"] = r.ttft_s;
+            d["roofline_ttft_s"] = r.roofline_ttft_s;
+            return d;
+        },
+        py::arg("plan"), py::arg("batch"), py::arg("prompt_tokens"), py::arg("gen_tokens"),
+        "One static batch's output tokens/s per device and TTFT, and both at the pure roofline (validation.hpp)");
 }

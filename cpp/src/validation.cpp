@@ -62,4 +62,18 @@ std::vector<ErrorSummary> summarize(const std::vector<ValidationResult>& results
     return out;
 }
 
+StaticBatchRates static_batch_rates(const EstimatePlan& plan, double batch, double prompt, double gen) {
+    const EstimateRow r = plan.evaluate(batch, prompt, gen);
+    const double tp = plan.config().tensor_parallel;
+    // the pure roofline's seconds of each phase, from its ceilings (tokens/s of the prompt; per sequence of decode)
+    const double ideal_prefill = prompt > 0 && r.ceiling_prefill > 0 ? batch * prompt / r.ceiling_prefill : 0.0;
+    const double ideal_decode = gen > 0 && r.ceiling_decode > 0 ? gen / r.ceiling_decode : 0.0;
+    StaticBatchRates s;
+    s.output_tokens_per_s_per_device = r.total_s > 0 ? batch * gen / r.total_s / tp : 0.0;
+    s.roofline_output_tokens_per_s_per_device = ideal_prefill + ideal_decode > 0 ? batch * gen / (ideal_prefill + ideal_decode) / tp : 0.0;
+    s.ttft_s = r.ttft_s;
+    s.roofline_ttft_s = ideal_prefill;
+    return s;
+}
+
 }  // namespace roofline

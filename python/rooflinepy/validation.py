@@ -392,14 +392,13 @@ def serving_predict(pts: "pd.DataFrame", engine: Optional["Engine"] = None) -> "
             roof.append(e.roofline_output_tokens_per_s)
         else:
             ep = _core.EstimatePlan(m, d, p["quant"], p["kv_dtype"], True, eng, par.tensor, 0.0, core_engine)
-            est = ep.estimate(p["batch"], p["prompt_tokens"], p["gen_tokens"], False, 0.0)
-            ideal_prefill = est.batch * est.prompt_tokens / est.ceiling_prefill
-            if p["kind"] == "ttft":  # ms
-                pred.append(est.ttft_s * 1e3)
-                roof.append(ideal_prefill * 1e3)
+            rates = _core.static_batch_rates(ep, p["batch"], p["prompt_tokens"], p["gen_tokens"])
+            if p["kind"] == "ttft":  # the table's unit: ms (unit conversion only)
+                pred.append(rates["ttft_s"] * 1e3)
+                roof.append(rates["roofline_ttft_s"] * 1e3)
             else:
-                pred.append(est.batch * est.gen_tokens / est.total_s / par.tensor)
-                roof.append(est.batch * est.gen_tokens / (ideal_prefill + est.gen_tokens / est.ceiling_decode) / par.tensor)
+                pred.append(rates["output_tokens_per_s_per_device"])
+                roof.append(rates["roofline_output_tokens_per_s_per_device"])
     out = pts.copy()
     out["predicted"] = pred
     out["roofline"] = roof
@@ -454,12 +453,20 @@ def serving_cross_validate(directory: Optional[Path] = None) -> "pd.DataFrame":
 def serving_summary(cv: "pd.DataFrame") -> List[Dict[str, Any]]:
     """Per table and kind: rows, MAPE (percent) of the defaults, in-sample, leave-one-GPU-out and the pure
     roofline."""
+    from . import _core
+
+    groups = list(zip(cv["table"], cv["kind"]))
+    keys = [f"{t} {k}" for t, k in groups]
+
+    def summary(column: str) -> Dict[str, Any]:  # the core's MAPE per table and kind (estimator: `column`)
+        errors = cv[column] / cv["measured"] - 1
+        return dict(_core.summarize_validation(list(zip(keys, errors, cv["roofline_error"]))))
+
+    by = {c: summary(c) for c in ("defaults", "in_sample", "leave_one_gpu_out")}
     rows = []
-    for (table, kind), g in cv.groupby(["table", "kind"], sort=False):
-        m = g["measured"]
-        rows.append({"table": table, "kind": kind, "points": len(g),
-                     "defaults": 100 * float((g["defaults"] / m - 1).abs().mean()),
-                     "in_sample": 100 * float((g["in_sample"] / m - 1).abs().mean()),
-                     "leave_one_gpu_out": 100 * float((g["leave_one_gpu_out"] / m - 1).abs().mean()),
-                     "roofline": 100 * float((g["roofline"] / m - 1).abs().mean())})
+    for (table, kind), key in dict(zip(groups, keys)).items():
+        d = by["defaults"][key]
+        rows.append({"table": table, "kind": kind, "points": int(d["points"]), "defaults": d["estimator"],
+                     "in_sample": by["in_sample"][key]["estimator"],
+                     "leave_one_gpu_out": by["leave_one_gpu_out"][key]["estimator"], "roofline": d["roofline"]})
     return rows

@@ -5,6 +5,7 @@
 #include "roofline/device.hpp"
 #include "roofline/estimate.hpp"
 #include "roofline/model.hpp"
+#include "roofline/plan.hpp"
 
 #include <string>
 #include <vector>
@@ -43,5 +44,14 @@ struct ErrorSummary {
 };
 /// Per table (in order of first appearance), then "all".
 std::vector<ErrorSummary> summarize(const std::vector<ValidationResult>& results);
+
+/// One static batch as a benchmark that runs prefill then every decode step of `batch` sequences times it
+/// (TensorRT-LLM's gptSessionBenchmark): output tokens/s per device = batch × gen / total_s / tensor_parallel, the
+/// time to first token, and both at the pure roofline (the prefill's and the decode steps' datasheet times).
+struct StaticBatchRates {
+    double output_tokens_per_s_per_device = 0, roofline_output_tokens_per_s_per_device = 0;
+    double ttft_s = 0, roofline_ttft_s = 0;
+};
+StaticBatchRates static_batch_rates(const EstimatePlan& plan, double batch, double prompt, double gen);
 
 }  // namespace roofline

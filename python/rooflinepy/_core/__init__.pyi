@@ -9,7 +9,7 @@ import numpy.typing
 import typing
 from . import calibration
 from . import ops
-__all__: list[str] = ['Architecture', 'CeilingTimes', 'DATA_DIR_VARIABLE', 'Deployment', 'Device', 'DeviceDB', 'Engine', 'EngineBackend', 'EngineFitResult', 'Estimate', 'EstimatePlan', 'FitReport', 'LinearKernel', 'Model', 'OpCost', 'Parallelism', 'RidgeShiftPoint', 'ServingEstimate', 'ServingPlan', 'Timing', 'attainable_flops', 'calibrate_efficiency', 'calibration', 'cheapest_deployments', 'cross_validate_engine', 'data_directory', 'dtypes', 'engine', 'engine_names', 'engine_parameter', 'estimate', 'estimate_fields', 'evaluate', 'fit_engine', 'format_info', 'format_names', 'ggml_types', 'is_serving_engine', 'kv_cache_bytes', 'kv_cache_bytes_read', 'kv_format_names', 'llama_mix_names', 'llama_mix_types', 'load_device', 'load_engine_directory', 'max_batch_for_latency', 'max_concurrency_for_latency', 'min_batch_for_throughput', 'ops', 'parse_device', 'parse_engine', 'parse_parallelism', 'phase_bound_names', 'predict_points', 'quant_names', 'read_gguf', 'ridge_shift', 'scaling_exponent', 'serving_fields', 'set_data_directory', 'speculative_tokens_per_cycle', 'sum_of_totals', 'summarize_validation', 'supported_model_types', 'sweep', 'sweep_code_columns', 'sweep_columns', 'sweep_points', 'tensor_formats', 'unknown_name_message', 'validate', 'weight_bytes']
+__all__: list[str] = ['Architecture', 'CeilingTimes', 'DATA_DIR_VARIABLE', 'Deployment', 'Device', 'DeviceDB', 'Engine', 'EngineBackend', 'EngineFitResult', 'Estimate', 'EstimatePlan', 'FitReport', 'LinearKernel', 'Model', 'OpCost', 'Parallelism', 'RidgeShiftPoint', 'ServingEstimate', 'ServingPlan', 'Timing', 'attainable_flops', 'calibrate_efficiency', 'calibration', 'cheapest_deployments', 'cross_validate_engine', 'data_directory', 'dtypes', 'engine', 'engine_names', 'engine_parameter', 'estimate', 'estimate_fields', 'evaluate', 'fit_engine', 'format_info', 'format_names', 'ggml_types', 'is_serving_engine', 'kv_cache_bytes', 'kv_cache_bytes_read', 'kv_format_names', 'llama_mix_names', 'llama_mix_types', 'load_device', 'load_engine_directory', 'max_batch_for_latency', 'max_concurrency_for_latency', 'min_batch_for_throughput', 'ops', 'parse_device', 'parse_engine', 'parse_parallelism', 'phase_bound_names', 'predict_points', 'quant_names', 'read_gguf', 'ridge_shift', 'scaling_exponent', 'serving_fields', 'set_data_directory', 'speculative_tokens_per_cycle', 'static_batch_rates', 'sum_of_totals', 'summarize_validation', 'supported_model_types', 'sweep', 'sweep_code_columns', 'sweep_columns', 'sweep_points', 'tensor_formats', 'unknown_name_message', 'validate', 'weight_bytes']
 class OpCost:
     """
     FLOPs by unit and format, bytes read and written per memory level, and kernel launches of one op
@@ -1380,6 +1380,10 @@ def set_data_directory(directory: str) -> None:
 def speculative_tokens_per_cycle(draft_tokens: typing.SupportsFloat | typing.SupportsIndex, acceptance: typing.SupportsFloat | typing.SupportsIndex) -> float:
     """
     Expected tokens per draft-and-verify cycle: (1 - a^(g+1)) / (1 - a)
+    """
+def static_batch_rates(plan: EstimatePlan, batch: typing.SupportsFloat | typing.SupportsIndex, prompt_tokens: typing.SupportsFloat | typing.SupportsIndex, gen_tokens: typing.SupportsFloat | typing.SupportsIndex) -> dict:
+    """
+    One static batch's output tokens/s per device and TTFT, and both at the pure roofline (validation.hpp)
     """
 def sum_of_totals(first: CeilingTimes, step: CeilingTimes, n: typing.SupportsFloat | typing.SupportsIndex) -> float:
     """
