@@ -8,6 +8,13 @@
 
 namespace py = pybind11;
 
+// A field of a core field table as Python sees it: numbers and flags as they are, a phase's bound by its name.
+template <class T>
+const T& to_py(const T& v) {
+    return v;
+}
+inline const std::string& to_py(roofline::PhaseBound b) { return roofline::phase_bound_names()[static_cast<std::size_t>(b)]; }
+
 void register_errors(py::module_& m);
 void register_format(py::module_& m);
 void register_device(py::module_& m);

@@ -4,15 +4,6 @@
 
 using namespace roofline;
 
-namespace {
-// A field's value as Python sees it: numbers and flags as they are, a phase's bound by its name.
-template <class T>
-const T& to_py(const T& v) {
-    return v;
-}
-const std::string& to_py(PhaseBound b) { return phase_bound_names()[static_cast<std::size_t>(b)]; }
-}  // namespace
-
 void register_estimate(py::module_& m) {
     m.def("phase_bound_names", &phase_bound_names, "Bound names indexed by a sweep's prefill_bound / decode_bound codes");
     m.def(

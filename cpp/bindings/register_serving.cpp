@@ -6,30 +6,20 @@
 using namespace roofline;
 
 namespace {
-template <class T>
-const T& to_py(const T& v) {
-    return v;
-}
-const std::string& to_py(PhaseBound b) { return phase_bound_names()[static_cast<std::size_t>(b)]; }
-
-ServingLoad load_of(double prompt_tokens, double gen_tokens, double concurrency, double request_rate, double num_requests) {
-    ServingLoad l;
-    l.prompt_tokens = prompt_tokens;
-    l.gen_tokens = gen_tokens;
-    l.concurrency = concurrency;
-    l.request_rate = request_rate;
-    l.num_requests = num_requests;
-    return l;
-}
-}  // namespace
-
-namespace {
 py::dict row_dict(const ServingRow& e) {
     py::dict d;
 #define ROOFLINE_X(name, type, unit, meaning) d[#name] = to_py(e.name);
     ROOFLINE_SERVING_FIELDS(ROOFLINE_X)
 #undef ROOFLINE_X
     return d;
+}
+// Every field in serving_fields() order.
+py::tuple row_tuple(const ServingRow& e) {
+    py::list v;
+#define ROOFLINE_X(name, type, unit, meaning) v.append(to_py(e.name));
+    ROOFLINE_SERVING_FIELDS(ROOFLINE_X)
+#undef ROOFLINE_X
+    return py::tuple(v);
 }
 }  // namespace
 
@@ -111,15 +101,7 @@ void register_serving(py::module_& m) {
         .def_property_readonly("concurrency", [](const ServingEstimate& e) { return e.load.concurrency; })
         .def_property_readonly("request_rate", [](const ServingEstimate& e) { return e.load.request_rate; })
         .def_property_readonly("num_requests", [](const ServingEstimate& e) { return e.load.num_requests; })
-        .def("values",
-             [](const ServingEstimate& e) {
-                 py::list v;
-#define ROOFLINE_X(name, type, unit, meaning) v.append(to_py(e.name));
-                 ROOFLINE_SERVING_FIELDS(ROOFLINE_X)
-#undef ROOFLINE_X
-                 return py::tuple(v);
-             },
-             "Every field in serving_fields() order")
+        .def("values", [](const ServingEstimate& e) { return row_tuple(e); }, "Every field in serving_fields() order")
         .def_property_readonly(
             "breakdown_rows",
             [](const ServingEstimate& e) {
@@ -155,7 +137,7 @@ void register_serving(py::module_& m) {
             "estimate",
             [](const ServingPlan& p, double prompt_tokens, double gen_tokens, double concurrency, double request_rate,
                double num_requests, bool breakdown) {
-                const ServingLoad l = load_of(prompt_tokens, gen_tokens, concurrency, request_rate, num_requests);
+                const ServingLoad l{prompt_tokens, gen_tokens, concurrency, request_rate, num_requests};
                 py::gil_scoped_release release;
                 return p.estimate(l, breakdown);
             },
@@ -170,17 +152,11 @@ void register_serving(py::module_& m) {
                     py::gil_scoped_release release;
                     for (std::size_t i = 0; i < loads.size(); ++i) {
                         const auto& x = loads[i];
-                        rows[i] = p.evaluate(load_of(x[0], x[1], x[2], x[3], x[4]));
+                        rows[i] = p.evaluate(ServingLoad{x[0], x[1], x[2], x[3], x[4]});
                     }
                 }
                 py::list out;
-                for (const ServingRow& e : rows) {
-                    py::list v;
-#define ROOFLINE_X(name, type, unit, meaning) v.append(to_py(e.name));
-                    ROOFLINE_SERVING_FIELDS(ROOFLINE_X)
-#undef ROOFLINE_X
-                    out.append(py::tuple(v));
-                }
+                for (const ServingRow& e : rows) out.append(row_tuple(e));
                 return out;
             },
             py::arg("loads"), "The fields of every load (prompt, gen, concurrency, rate, requests), in serving_fields() order");

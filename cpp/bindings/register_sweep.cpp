@@ -24,13 +24,6 @@ py::array column(SweepColumn<T>&& v, const char* dtype = nullptr) {
                      holder->data(), owner);
 }
 
-// A field's value as Python sees it: numbers and flags as they are, a phase's bound by its name.
-template <class T>
-const T& to_py(const T& v) {
-    return v;
-}
-const std::string& to_py(PhaseBound b) { return phase_bound_names()[static_cast<std::size_t>(b)]; }
-
 py::dict table_dict(SweepTable&& t) {
     py::dict d;
     const auto& names = sweep_columns();

@@ -184,26 +184,29 @@ LinearKernel parse_kernel(JsonObject& k) {
     return x;
 }
 
-const std::vector<std::string>& backend_keys() {
+// The continuous-batching keys (ServingPolicy): required together, of serving engines only.
+const std::vector<std::string>& serving_keys() {
     static const std::vector<std::string> keys = {
-        "kernel_fixed_cost_scale", "activation_format", "linear_kernels", "fused_qkv", "logits_last_token_only",
-        "runtime_overhead_GB", "all_reduce", "collective_step_latency_us", "vocab_parallel", "bandwidth_fraction",
-        "op_kernels", "prefill_ubatch_tokens", "flash_attention_version", "attention_score_bytes",
-        "prediction_interval", "max_num_tokens", "max_batch", "kv_memory_fraction", "kv_memory_of", "kv_block_tokens",
-        "kv_reservation", "chunked_prefill", "cuda_graph_max_batch", "iteration_overhead_us", "eager_launch_us",
-        "graph_reserve_GB", "kv_dtype_by_weights", "max_batch_tuning", "mixed_batches", "limits_by_memory",
-        "host_per_sequence_us"};
+        "max_num_tokens", "max_batch", "kv_memory_fraction", "kv_memory_of", "kv_block_tokens", "kv_reservation",
+        "chunked_prefill", "cuda_graph_max_batch", "iteration_overhead_us", "eager_launch_us", "graph_reserve_GB",
+        "kv_dtype_by_weights", "max_batch_tuning", "mixed_batches", "limits_by_memory", "host_per_sequence_us"};
     return keys;
 }
-
-// The continuous-batching keys (ServingPolicy): required together, of serving engines only.
 bool is_serving_key(const std::string& key) {
-    static const std::vector<std::string> keys = {"max_num_tokens", "max_batch", "kv_memory_fraction", "kv_memory_of",
-                                                  "kv_block_tokens", "kv_reservation", "chunked_prefill",
-                                                  "cuda_graph_max_batch", "iteration_overhead_us", "eager_launch_us",
-                                                  "graph_reserve_GB", "kv_dtype_by_weights", "max_batch_tuning",
-                                                  "mixed_batches", "limits_by_memory", "host_per_sequence_us"};
-    return std::find(keys.begin(), keys.end(), key) != keys.end();
+    return std::find(serving_keys().begin(), serving_keys().end(), key) != serving_keys().end();
+}
+
+const std::vector<std::string>& backend_keys() {
+    static const std::vector<std::string> keys = [] {
+        std::vector<std::string> k = {
+            "kernel_fixed_cost_scale", "activation_format", "linear_kernels", "fused_qkv", "logits_last_token_only",
+            "runtime_overhead_GB", "all_reduce", "collective_step_latency_us", "vocab_parallel", "bandwidth_fraction",
+            "op_kernels", "prefill_ubatch_tokens", "flash_attention_version", "attention_score_bytes",
+            "prediction_interval"};
+        k.insert(k.end(), serving_keys().begin(), serving_keys().end());
+        return k;
+    }();
+    return keys;
 }
 
 // Applies the properties present in `o` (one backend object of a file) onto `b`.
@@ -268,12 +271,13 @@ void apply_backend(EngineBackend& b, JsonObject o, const nlohmann::json& raw) {
     if (o.has("attention_score_bytes")) b.attention_score_bytes = number_value(o, "attention_score_bytes", b, 0, 64);
     // continuous batching (ServingPolicy): any of its keys makes the backend a serving one
     ServingPolicy& sv = b.serving;
+    if (std::any_of(serving_keys().begin(), serving_keys().end(), [&](const std::string& k) { return o.has(k); }))
+        sv.defined = true;
     // unit: the key's unit in SI (1e-6 for _us: divided by 1e6, which round-trips through to_json's × 1e6)
     auto serving_number = [&](const char* key, double& into, double lo, double hi, double unit = 1) {
         if (!o.has(key)) return;
         const double v = number_value(o, key, b, lo, hi);
         into = unit < 1 ? v / (1 / unit) : v * unit;
-        sv.defined = true;
     };
     serving_number("max_num_tokens", sv.max_num_tokens, 1, 1 << 24);
     serving_number("max_batch", sv.max_batch, 1, 1 << 20);
@@ -287,21 +291,13 @@ void apply_backend(EngineBackend& b, JsonObject o, const nlohmann::json& raw) {
     if (o.has("kv_memory_of")) {
         static const std::vector<std::string> of = {"total", "free"};
         sv.kv_fraction_of_free = text_value(o, "kv_memory_of", b, &of) == "free";
-        sv.defined = true;
     }
     if (o.has("kv_reservation")) {
         static const std::vector<std::string> r = {"full", "incremental"};
         sv.kv_reserve_full = text_value(o, "kv_reservation", b, &r) == "full";
-        sv.defined = true;
     }
-    if (o.has("chunked_prefill")) {
-        sv.chunked_prefill = flag_value(o, "chunked_prefill", b);
-        sv.defined = true;
-    }
-    if (o.has("mixed_batches")) {
-        sv.mixed_batches = flag_value(o, "mixed_batches", b);
-        sv.defined = true;
-    }
+    if (o.has("chunked_prefill")) sv.chunked_prefill = flag_value(o, "chunked_prefill", b);
+    if (o.has("mixed_batches")) sv.mixed_batches = flag_value(o, "mixed_batches", b);
     if (o.has("limits_by_memory")) {
         JsonObject p = o.object("limits_by_memory");
         const auto& v = p.raw("value");
@@ -321,12 +317,10 @@ void apply_backend(EngineBackend& b, JsonObject o, const nlohmann::json& raw) {
         }
         b.sources["limits_by_memory"] = provenance_of(p);
         p.finish();
-        sv.defined = true;
     }
     if (o.has("max_batch_tuning")) {
         static const std::vector<std::string> t = {"fixed", "trtllm-bench"};
         sv.bench_tuning = text_value(o, "max_batch_tuning", b, &t) == "trtllm-bench";
-        sv.defined = true;
     }
     if (o.has("kv_dtype_by_weights")) {
         JsonObject p = o.object("kv_dtype_by_weights");
@@ -345,7 +339,6 @@ void apply_backend(EngineBackend& b, JsonObject o, const nlohmann::json& raw) {
         }
         b.sources["kv_dtype_by_weights"] = provenance_of(p);
         p.finish();
-        sv.defined = true;
     }
     if (o.has("prediction_interval")) {
         JsonObject p = o.object("prediction_interval");

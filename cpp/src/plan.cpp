@@ -200,14 +200,6 @@ PhaseSums attention_sum(const PlanSlot& s, double batch, double c0, double c1) {
     return r;
 }
 
-inline void add_sums(PhaseSums& d, double n, const PhaseSums& a) {
-    d.seconds += n * a.seconds;
-    d.ideal_seconds += n * a.ideal_seconds;
-    d.derated.axpy(n, a.derated);
-    d.flops += n * a.flops;
-    d.bytes += n * a.bytes;
-}
-
 // The envelope at `rows`: derated and ideal time of its slots, and their components, added to a phase.
 inline void add_envelope(Acc& acc, const Envelope& env, double rows) {
     if (env.x.empty()) return;

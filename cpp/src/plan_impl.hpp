@@ -80,6 +80,14 @@ inline OpTimes work_scaled(const OpTimes& t, double factor) {
     r.bytes = t.bytes * factor;
     return r;
 }
+/// d += n × a, every sum of a phase.
+inline void add_sums(PhaseSums& d, double n, const PhaseSums& a) {
+    d.seconds += n * a.seconds;
+    d.ideal_seconds += n * a.ideal_seconds;
+    d.derated.axpy(n, a.derated);
+    d.flops += n * a.flops;
+    d.bytes += n * a.bytes;
+}
 /// The bound of a phase from its summed derated components.
 PhaseBound phase_bound(const CeilingTimes& t);
 /// An op's times on a device at both ceilings.

@@ -349,9 +349,7 @@ public:
     double prefill_pass_s(double tokens) {
         Impl_ExpertSplit e = split(tokens);
         PhaseSums pass = p_.step(tokens, std::max(1.0, tokens / isl_), &e);
-        PhaseSums share = prompt_attention(policy_.chunked_prefill ? std::min(tokens, isl_) : isl_);
-        scale(share, tokens / isl_);
-        add(pass, share);
+        add_sums(pass, tokens / isl_, prompt_attention(policy_.chunked_prefill ? std::min(tokens, isl_) : isl_));
         const double gpu = host_bound(pass, pass.seconds, false) + all_to_all_s(tokens) + send_recv_s(tokens);
         return std::max(gpu, host_s(1, tokens / isl_));
     }
@@ -386,7 +384,7 @@ public:
         const PhaseSums sd = p_.step(b, b, &e, breakdown, "decode iteration");
         const PhaseSums ad = b > 0 ? p_.decode_attention(b, ctx, breakdown, "decode iteration") : PhaseSums{};
         PhaseSums dec = sd;
-        add(dec, ad);
+        add_sums(dec, 1, ad);
         const bool graph = b <= policy_.cuda_graph_max_batch;
         it.t_decode = b > 0 ? host_bound(dec, dec.seconds, graph) + all_to_all_s(b) + send_recv_s(b) : 0;
         it.ideal_decode = b > 0 ? dec.ideal_seconds : 0;
@@ -398,11 +396,8 @@ public:
             Impl_ExpertSplit em = split(rows);
             const PhaseSums sm = p_.step(rows, decodes + 1, &em, breakdown, "mixed iteration");
             PhaseSums mix = sm;
-            if (decodes > 0) add(mix, ad);
-            const PhaseSums& pa = prompt_attention(it.chunk);
-            PhaseSums share = pa;
-            scale(share, it.chunk / isl_);
-            add(mix, share);
+            if (decodes > 0) add_sums(mix, 1, ad);
+            add_sums(mix, it.chunk / isl_, prompt_attention(it.chunk));  // the chunk's share of a prompt's attention
             it.t_mixed = host_bound(mix, mix.seconds, false) + all_to_all_s(rows) + send_recv_s(rows);
             it.ideal_mixed = mix.ideal_seconds;
             it.prefill_bound = phase_bound(mix.derated);
@@ -433,25 +428,8 @@ public:
     double ttft_service(const Iterations& it) const { return it.t_mean / 2 + it.chunks_per_prompt * it.t_mixed; }
 
     double n() const { return n_; }
-    double isl() const { return isl_; }
-    double osl() const { return osl_; }
 
 private:
-    static void add(PhaseSums& a, const PhaseSums& b) {
-        a.seconds += b.seconds;
-        a.ideal_seconds += b.ideal_seconds;
-        a.derated += b.derated;
-        a.flops += b.flops;
-        a.bytes += b.bytes;
-    }
-    static void scale(PhaseSums& a, double k) {
-        a.seconds *= k;
-        a.ideal_seconds *= k;
-        a.derated = a.derated.work_scaled(k);
-        a.derated.overhead_s *= k;
-        a.flops *= k;
-        a.bytes *= k;
-    }
     const ServingPlan::Impl& s_;
     const ServingPolicy& policy_;
     const EstimatePlan::Impl& p_;
@@ -689,6 +667,23 @@ ServingEstimate serve(const Model& model, const Device& device, const ServingCon
 namespace roofline {
 
 namespace {
+// Bisection over whole numbers between `good` (passes `ok`) and `bad` (fails; above or below it): the whole number
+// next to the boundary on good's side, its evaluation left in `row`.
+template <class Eval, class Ok>
+double bisect_whole(double good, double bad, ServingRow& row, Eval&& eval, Ok&& ok) {
+    while (std::abs(bad - good) > 1) {
+        const double mid = std::floor((good + bad) / 2);
+        ServingRow r = eval(mid);
+        if (ok(r)) {
+            good = mid;
+            row = r;
+        } else {
+            bad = mid;
+        }
+    }
+    return good;
+}
+
 std::string ms(double s) {
     if (!std::isfinite(s)) return "inf";
     char b[32];
@@ -710,11 +705,7 @@ ServingLatencyAnswer max_concurrency_for_latency(const ServingPlan& plan, double
     std::string limit;
     auto at = [&](double c) {
         ++a.evaluations;
-        ServingLoad l;
-        l.prompt_tokens = prompt;
-        l.gen_tokens = gen;
-        l.concurrency = c;
-        return plan.evaluate(l, nullptr, &limit);
+        return plan.evaluate(ServingLoad{prompt, gen, c}, nullptr, &limit);
     };
     auto why = [&](const ServingRow& r) -> std::string {
         if (r.saturated) return "queue";
@@ -731,18 +722,9 @@ ServingLatencyAnswer max_concurrency_for_latency(const ServingPlan& plan, double
         a.reason = "one client already misses the " + a.limit + " target (TPOT " + ms(one.tpot_s) + ", TTFT " + ms(one.ttft_s) + ")";
         return a;
     }
-    double lo = 1, hi = cap + 1;  // lo meets the targets; hi does not, or lies beyond the scheduler's limit
+    // 1 meets the targets; cap + 1 lies beyond the scheduler's limit
     ServingRow best = one;
-    while (hi - lo > 1) {
-        const double mid = std::floor((lo + hi) / 2);
-        const ServingRow r = at(mid);
-        if (why(r).empty()) {
-            lo = mid;
-            best = r;
-        } else {
-            hi = mid;
-        }
-    }
+    const double lo = bisect_whole(1, cap + 1, best, at, [&](const ServingRow& r) { return why(r).empty(); });
     a.feasible = true;
     a.concurrency = lo;
     a.at = best;
@@ -770,25 +752,11 @@ ServingThroughputAnswer min_concurrency_for_throughput(const ServingPlan& plan, 
                    " output tokens/s within the targets (" + t.capacity.reason + ")";
         return t;
     }
-    auto at = [&](double c) {
-        ServingLoad l;
-        l.prompt_tokens = prompt;
-        l.gen_tokens = gen;
-        l.concurrency = c;
-        return plan.evaluate(l);
-    };
-    double lo = 0, hi = t.capacity.concurrency;  // hi reaches the target; lo does not (0: none)
+    // the capacity's clients reach the target; 0 clients do not
     ServingRow best = t.capacity.at;
-    while (hi - lo > 1) {
-        const double mid = std::floor((lo + hi) / 2);
-        const ServingRow r = at(mid);
-        if (r.output_tokens_per_s >= target) {
-            hi = mid;
-            best = r;
-        } else {
-            lo = mid;
-        }
-    }
+    const double hi = bisect_whole(t.capacity.concurrency, 0, best,
+                                   [&](double c) { return plan.evaluate(ServingLoad{prompt, gen, c}); },
+                                   [&](const ServingRow& r) { return r.output_tokens_per_s >= target; });
     t.feasible = true;
     t.concurrency = hi;
     t.at = best;

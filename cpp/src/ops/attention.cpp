@@ -152,6 +152,20 @@ OpCost attention(const AttentionShape& s, const Format& fmt, AttentionKind kind,
     return op;
 }
 
+namespace {
+// One decode step's score traffic: on the standard path S and P of batch × heads × context scores are written and
+// read in DRAM (score_bytes per score over those passes; 0: four passes in the activation format) by three kernels
+// (scores, softmax, P·V); flash attention keeps them on chip in one kernel. Adds to read / written, returns the kernels.
+double decode_score_passes(double& read, double& written, double batch, double heads, double context, double ea,
+                           AttentionKind kind, double score_bytes) {
+    if (kind != AttentionKind::standard) return 1;
+    const double per_score = score_bytes > 0 ? score_bytes : 4 * ea;
+    read += batch * heads * context * per_score / 2;
+    written += batch * heads * context * per_score / 2;
+    return 3;
+}
+}  // namespace
+
 OpCost decode_attention(double batch, double heads, double kv_heads, double context, double head_dim,
                         const Format& act, const Format& kv, AttentionKind kind, double score_bytes) {
     check_size("decode_attention score_bytes", score_bytes);
@@ -172,13 +186,7 @@ OpCost decode_attention(double batch, double heads, double kv_heads, double cont
     op.add_dequant(kv, cache_elements);
     double read = kv_bytes(batch, context, kv_heads, head_dim, kv) + batch * heads * head_dim * ea;
     double written = batch * heads * head_dim * ea;
-    op.launches = 1;
-    if (kind == AttentionKind::standard) {
-        const double per_score = score_bytes > 0 ? score_bytes : 4 * ea;
-        read += batch * heads * context * per_score / 2;
-        written += batch * heads * context * per_score / 2;
-        op.launches = 3;
-    }
+    op.launches = decode_score_passes(read, written, batch, heads, context, ea, kind, score_bytes);
     op.add_dram(read, written);
     return op;
 }
@@ -200,13 +208,7 @@ OpCost mla_decode_attention(double batch, double heads, double context, double l
     op.add_dequant(kv, cache_elements);
     double read = cache_elements * kv.bytes_per_element() + batch * heads * (latent + rope) * ea;
     double written = batch * heads * latent * ea;
-    op.launches = 1;
-    if (kind == AttentionKind::standard) {
-        const double per_score = score_bytes > 0 ? score_bytes : 4 * ea;
-        read += batch * heads * context * per_score / 2;
-        written += batch * heads * context * per_score / 2;
-        op.launches = 3;
-    }
+    op.launches = decode_score_passes(read, written, batch, heads, context, ea, kind, score_bytes);
     op.add_dram(read, written);
     return op;
 }
