@@ -476,11 +476,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
     print("\ndefaults: the committed engine_db values; in-sample: refitted to all the points; leave-one-device-out /"
           " -generation-out: each device's (chip generation's) points predicted by a fit without them; pure roofline:"
           " datasheet ceilings, no overheads.\n")
-    print("Serving (TensorRT-LLM's published tables; rp.serve offline max load, rp.estimate static batches, engine "
-          "trt-llm): MAPE %")
-    print(_table([[s["table"], s["kind"], str(s["points"]), _pct(s["defaults"]), _pct(s["in_sample"]),
+    print("Serving (TensorRT-LLM's published tables; rp.serve offline max load, rp.estimate static batches, each "
+          "table with the engine of its release): MAPE %")
+    print(_table([[s["table"], s["kind"], s["engine"], str(s["points"]), _pct(s["defaults"]), _pct(s["in_sample"]),
                    _pct(s["leave_one_gpu_out"]), _pct(s["roofline"])] for s in serving],
-                 ["table", "kind", "points", "defaults", "in-sample", "leave-one-GPU-out", "pure roofline"]))
+                 ["table", "kind", "engine", "points", "defaults", "in-sample", "leave-one-GPU-out", "pure roofline"]))
     fitted = ", ".join(f"{k} {v:g}" for k, v in serving_cv.attrs["fit"].items())
     print(f"in-sample fit: {fitted} (tests/validation/serving.json: grid fit of the engine's host time per sequence and "
           f"bandwidth share to both tables)\n")

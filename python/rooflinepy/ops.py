@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from . import _validate
 from ._core import ops as _ops
 from ._device import DeviceLike, _core_device
 from ._roofline import OpCost
@@ -81,6 +82,8 @@ def attention(batch: float, heads: float, seq_q: float, seq_kv: Optional[float] 
     ``kv_heads`` (0: ``heads``) and ``kv_dtype`` count K and V once per KV head in their format.
     ``backward=True`` adds the backward pass.
     """
+    backward = _validate.flag(backward, "backward", "attention")
+    causal = _validate.flag(causal, "causal", "attention")
     op = OpCost(_ops.attention(batch, heads, seq_q, seq_kv, head_dim, dtype, kind=kind, backward=backward,
                                causal=causal, sram_bytes=sram_bytes, l2_bytes=l2_bytes,
                                device=None if device is None else _core_device(device), kv_heads=kv_heads,
@@ -92,10 +95,13 @@ def attention(batch: float, heads: float, seq_q: float, seq_kv: Optional[float] 
 
 def decode_attention(batch: float, heads: float, kv_heads: Optional[float] = None, context: float = 1.0,
                      head_dim: float = 128.0, dtype: str = "fp16", *, kv_dtype: Optional[str] = None,
-                     kind: str = "flash") -> OpCost:
-    """One new token per sequence attending a KV cache of ``context`` tokens (``kv_heads`` default ``heads``)."""
+                     kind: str = "flash", per_query_head: bool = False) -> OpCost:
+    """One new token per sequence attending a KV cache of ``context`` tokens (``kv_heads`` default ``heads``).
+    ``per_query_head``: the kernel runs a thread block per query head (TensorRT-LLM's masked MHA before XQA), so
+    the other query heads of a group read the cache again from L2 and dequantize it again."""
+    per_query_head = _validate.flag(per_query_head, "per_query_head", "decode_attention")
     return OpCost(_ops.decode_attention(batch, heads, kv_heads, context, head_dim, dtype, kv_dtype=kv_dtype,
-                                        kind=kind))
+                                        kind=kind, per_query_head=per_query_head))
 
 
 def kv_append(batch: float, tokens: float, kv_heads: float, head_dim: float, dtype: str = "fp16", *,

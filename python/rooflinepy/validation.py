@@ -369,20 +369,27 @@ def serving_points(directory: Optional[Path] = None) -> "pd.DataFrame":
     return pd.DataFrame(out)
 
 
-def serving_predict(pts: "pd.DataFrame", engine: Optional["Engine"] = None) -> "pd.DataFrame":
+def _table_engines(spec: Dict[str, Any]) -> Dict[str, str]:
+    """The engine each table was measured with: its own "engine" in serving.json, else the file's."""
+    return {t: str(v.get("engine", spec["engine"])) for t, v in spec["tables"].items()}
+
+
+def serving_predict(pts: "pd.DataFrame", values: Optional[Dict[str, float]] = None) -> "pd.DataFrame":
     """``pts`` with predicted and roofline columns (and error, roofline_error: predicted / measured - 1), by the
-    committed trt-llm engine or by ``engine`` (a fit's trial engine). Serving rows: rp.serve's output tokens/s at
-    offline max load with the run's request count and KV fraction; static rows: one static batch of rp.estimate,
-    output tokens/s per GPU over prefill + decode."""
+    committed engine of each table (serving.json) or by its trial with the fit's parameters set to ``values``.
+    Serving rows: rp.serve's output tokens/s at offline max load with the run's request count and KV fraction;
+    static rows: one static batch of rp.estimate, output tokens/s per GPU over prefill + decode."""
     from . import _core
     from .inference import _device, _lookup_model
 
     spec = serving_spec()
-    eng = spec["engine"]
-    core_engine = engine._core if engine is not None else None
+    engines = _table_engines(spec)
+    trials = {e: _serving_trial(e, values)._core for e in set(engines.values())} if values is not None else {}
     frac = float(spec["gpu_memory_fraction"]["value"])
     pred, roof = [], []
     for p in pts.to_dict(orient="records"):
+        eng = engines[p["table"]]
+        core_engine = trials.get(eng)
         m, d = _lookup_model(p["model"])._core, _device(p["device"])._core
         par = _core.parse_parallelism(p["parallel"])
         if p["kind"] == "serving":
@@ -407,12 +414,13 @@ def serving_predict(pts: "pd.DataFrame", engine: Optional["Engine"] = None) -> "
     return out
 
 
-def _serving_trial(values: Dict[str, float]) -> "Engine":
-    """The trt-llm engine with the serving fit's parameters set to ``values`` (every backend)."""
+def _serving_trial(name: str, values: Dict[str, float]) -> "Engine":
+    """Engine ``name`` (resolved: what it inherits included) with the serving fit's parameters set to ``values``
+    (every backend): an engine based on the fitted one sees the same trial values."""
     from . import _core
     from ._engine import Engine, engine
 
-    base = json.loads(engine(serving_spec()["engine"])._core.to_json())
+    base = json.loads(engine(name)._core.to_json())
     for b in base["backends"].values():
         for k, v in values.items():
             b[k]["value"] = v
@@ -434,7 +442,7 @@ def serving_cross_validate(directory: Optional[Path] = None) -> "pd.DataFrame":
     base = serving_predict(pts)
     logs = []
     for values in grid:
-        trial = _serving_trial({p["key"]: v for p, v in zip(params, values)})
+        trial = {p["key"]: v for p, v in zip(params, values)}
         logs.append(np.log(serving_predict(pts, trial)["predicted"].to_numpy() / pts["measured"].to_numpy()))
     L = np.array(logs)  # grid × points
     best_all = int(np.argmin((L ** 2).mean(axis=1)))
@@ -451,8 +459,8 @@ def serving_cross_validate(directory: Optional[Path] = None) -> "pd.DataFrame":
 
 
 def serving_summary(cv: "pd.DataFrame") -> List[Dict[str, Any]]:
-    """Per table and kind: rows, MAPE (percent) of the defaults, in-sample, leave-one-GPU-out and the pure
-    roofline."""
+    """Per table and kind: its engine, rows, MAPE (percent) of the defaults, in-sample, leave-one-GPU-out and the
+    pure roofline."""
     from . import _core
 
     groups = list(zip(cv["table"], cv["kind"]))
@@ -463,10 +471,12 @@ def serving_summary(cv: "pd.DataFrame") -> List[Dict[str, Any]]:
         return dict(_core.summarize_validation(list(zip(keys, errors, cv["roofline_error"]))))
 
     by = {c: summary(c) for c in ("defaults", "in_sample", "leave_one_gpu_out")}
+    engines = _table_engines(serving_spec())
     rows = []
     for (table, kind), key in dict(zip(groups, keys)).items():
         d = by["defaults"][key]
-        rows.append({"table": table, "kind": kind, "points": int(d["points"]), "defaults": d["estimator"],
+        rows.append({"table": table, "kind": kind, "engine": engines[table], "points": int(d["points"]),
+                     "defaults": d["estimator"],
                      "in_sample": by["in_sample"][key]["estimator"],
                      "leave_one_gpu_out": by["leave_one_gpu_out"][key]["estimator"], "roofline": d["roofline"]})
     return rows

@@ -49,6 +49,7 @@ const char* const kTinyEngine = R"({
       "op_kernels": {"value": {}, "source": "made up"},
       "prefill_ubatch_tokens": {"value": 0, "source": "made up"},
       "flash_attention_version": {"value": 2, "source": "made up"},
+      "decode_attention_per_query_head": {"value": false, "source": "made up"},
       "attention_score_bytes": {"value": 0, "source": "made up"},
       "prediction_interval": {"value": {"coverage": 0.8, "decode": [0.9, 1.1], "prefill": [0.8, 1.2],
                               "device_families": ["toy"], "weight_formats": ["Q4_0"], "widen": 2}, "source": "made up"}
@@ -80,6 +81,7 @@ const char* const kFullEngine = R"({
       "op_kernels": {"value": {"rope": 2, "kv_append": 1}, "source": "s10"},
       "prefill_ubatch_tokens": {"value": 512, "source": "s11"},
       "flash_attention_version": {"value": 1, "source": "s12"},
+      "decode_attention_per_query_head": {"value": true, "source": "s12b"},
       "attention_score_bytes": {"value": 24, "source": "s13"},
       "prediction_interval": {"value": {"coverage": 0.8, "decode": [0.95, 1.05], "prefill": [0.9, 1.15],
                               "device_families": ["apple-m1", "apple-m2"], "weight_formats": ["*"], "widen": 3},
@@ -94,7 +96,8 @@ const std::vector<std::string> kProperties = {"kernel_fixed_cost_scale", "activa
                                               "logits_last_token_only",  "runtime_overhead_GB", "all_reduce",
                                               "collective_step_latency_us", "vocab_parallel", "bandwidth_fraction",
                                               "op_kernels", "prefill_ubatch_tokens", "flash_attention_version",
-                                              "attention_score_bytes", "prediction_interval"};
+                                              "decode_attention_per_query_head", "attention_score_bytes",
+                                              "prediction_interval"};
 
 void check_error(const std::string& text, const std::vector<std::string>& expected, const std::vector<Engine>* bases = nullptr) {
     try {
@@ -126,6 +129,7 @@ void check_same_backend(const EngineBackend& a, const EngineBackend& b) {
     CHECK(a.op_kernels == b.op_kernels);
     CHECK(a.prefill_ubatch_tokens == b.prefill_ubatch_tokens);
     CHECK(a.flash_attention_version == b.flash_attention_version);
+    CHECK(a.decode_attention_per_query_head == b.decode_attention_per_query_head);
     CHECK(a.attention_score_bytes == b.attention_score_bytes);
     CHECK(a.interval.coverage == b.interval.coverage);
     CHECK(a.interval.decode_lo == b.interval.decode_lo);
@@ -238,6 +242,33 @@ TEST_CASE("gpt-fast is based on cuda-graphs and overrides what its source does d
     CHECK(f.runtime_overhead_bytes == g.runtime_overhead_bytes);
     CHECK(f.collective_step_latency_s == g.collective_step_latency_s);
     CHECK(fast.native_backend == graphs.native_backend);
+}
+
+TEST_CASE("trt-llm-0.6 is trt-llm with 0.6.1's masked MHA (a thread block per query head) and NCCL all-reduce") {
+    const EngineDB& db = engine_db();
+    const Engine &old = db.get("trt-llm-0.6"), &now = db.get("trt-llm");
+    CHECK(old.based_on == "trt-llm");
+    const EngineBackend &o = old.backend("any"), &n = now.backend("any");
+    CHECK(o.decode_attention_per_query_head);
+    CHECK_FALSE(n.decode_attention_per_query_head);
+    CHECK(o.all_reduce == AllReduce::ring);
+    CHECK(n.all_reduce == AllReduce::two_shot);
+    CHECK(o.sources.at("decode_attention_per_query_head").source.find("hi_kv = hi / qhead_per_kv") != std::string::npos);
+    // the serving fit's parameters are trt-llm's, inherited with their source
+    for (const char* key : {"bandwidth_fraction", "host_per_sequence_us"}) {
+        CAPTURE(key);
+        CHECK(o.sources.at(key).source == n.sources.at(key).source);
+    }
+    CHECK(o.bandwidth_fraction == n.bandwidth_fraction);
+    // no FP4 formats in a 2023 release
+    CHECK(std::find(old.weight_formats.begin(), old.weight_formats.end(), "nvfp4") == old.weight_formats.end());
+    CHECK(std::find(now.weight_formats.begin(), now.weight_formats.end(), "nvfp4") != now.weight_formats.end());
+    // every root engine states the property with a source
+    for (const char* id : {"generic", "cuda-graphs", "llama.cpp", "mlx"}) {
+        CAPTURE(id);
+        CHECK_FALSE(db.get(id).backend("any").decode_attention_per_query_head);
+        CHECK_FALSE(db.get(id).backend("any").sources.at("decode_attention_per_query_head").source.empty());
+    }
 }
 
 TEST_CASE("every property of every engine backend has a source, and so does every linear kernel") {

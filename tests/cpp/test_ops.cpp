@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include "roofline/errors.hpp"
+#include "roofline/kv_cache.hpp"
 #include "roofline/ops/attention.hpp"
 #include "roofline/ops/embedding.hpp"
 #include "roofline/ops/linear.hpp"
@@ -167,6 +168,24 @@ TEST_CASE("standard attention: an engine's bytes per score element replace the f
               ops::decode_attention(1, 32, 8, 4096, 128, f32, f32, AttentionKind::standard).bytes() ==
           doctest::Approx(32 * 4096.0 * (24 - 16)));
     CHECK_THROWS_AS(attention(s, f32, AttentionKind::standard, false, {}, nullptr, -1), InvalidArgument);
+}
+
+TEST_CASE("decode attention per query head: DRAM once per KV head, L2 and dequantization once per query head") {
+    const Format f16 = format_of(DType::fp16), q8 = parse_format("q8_0");
+    for (const Format& kv : {f16, q8}) {
+        CAPTURE(kv.name);
+        const OpCost shared = ops::decode_attention(4, 64, 8, 2048, 128, f16, kv, AttentionKind::flash);
+        const OpCost apart = ops::decode_attention(4, 64, 8, 2048, 128, f16, kv, AttentionKind::flash, 0, true);
+        const double cache = kv_bytes(4, 2048, 8, 128, kv), elements = 4 * 2.0 * 2048 * 8 * 128;
+        CHECK(apart.bytes(Level::dram) == doctest::Approx(shared.bytes(Level::dram)));
+        CHECK(apart.bytes(Level::l2) - shared.bytes(Level::l2) == doctest::Approx(7 * cache));  // 8 query heads a group
+        CHECK(apart.flops(Unit::vector, DType::fp32) - shared.flops(Unit::vector, DType::fp32) ==
+              doctest::Approx(7 * elements * kv.dequant_flops_per_element));
+        CHECK(apart.launches == shared.launches);
+        // multi-head attention has no group to load again
+        const OpCost mha = ops::decode_attention(4, 64, 64, 2048, 128, f16, kv, AttentionKind::flash, 0, true);
+        CHECK(mha.bytes(Level::l2) == doctest::Approx(ops::decode_attention(4, 64, 64, 2048, 128, f16, kv).bytes(Level::l2)));
+    }
 }
 
 TEST_CASE("causal masking halves flash work, not standard work") {

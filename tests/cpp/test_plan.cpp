@@ -287,3 +287,17 @@ TEST_CASE("a prompt runs in micro-batches after the cached context: the plan is 
     CHECK(s128 > s512);
     CHECK_THROWS_AS(EstimatePlan(m, h, PlanConfig("Q4_K_M", "f16", true, "llama.cpp", 1, -5)), InvalidArgument);
 }
+
+TEST_CASE("a decode kernel with a thread block per query head slows GQA decode at long contexts, not MHA decode") {
+    const auto& db = roofline::test::hardware_db();
+    const Device& a100 = db.get("a100-sxm-80gb");  // L2 bandwidth measured (gpu-benches)
+    auto decode = [&](const char* model, const char* engine, double batch, double context) {
+        const EstimatePlan plan(catalog(model), a100, PlanConfig("fp16", "f16", true, engine, 4));
+        return plan.evaluate(batch, context, 256).decode_s;
+    };
+    // Llama-2-70B: 8 query heads per KV head; at batch 64 and 4k context the L2 re-reads outweigh the DRAM reads
+    CHECK(decode("llama-2-70b", "trt-llm-0.6", 64, 4096) > 1.2 * decode("llama-2-70b", "trt-llm", 64, 4096));
+    // Llama-2-7B is MHA: only the all-reduce differs (ring against two-shot), a few percent
+    const double mha_old = decode("llama-2-7b", "trt-llm-0.6", 64, 4096), mha_new = decode("llama-2-7b", "trt-llm", 64, 4096);
+    CHECK(mha_old == doctest::Approx(mha_new).epsilon(0.1));
+}

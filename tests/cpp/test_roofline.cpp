@@ -113,7 +113,8 @@ TEST_CASE("attainable_flops draws the roof: slope = bandwidth, knee at the ridge
           doctest::Approx(evaluate(op, a100, Ceilings::ideal).attainable_flops));
     CHECK_THROWS_AS(attainable_flops(a100, -1.0, DType::fp16), InvalidArgument);
     CHECK_THROWS_AS(attainable_flops(a100, NAN, DType::fp16), InvalidArgument);
-    CHECK_THROWS_AS(attainable_flops(a100, 1.0, DType::fp16, Level::l2), NotFound);  // A100: L2 capacity only
+    CHECK(attainable_flops(a100, 1.0, DType::fp16, Level::l2) == doctest::Approx(5400e9));  // gpu-benches' L2 read
+    CHECK_THROWS_AS(attainable_flops(db().get("rtx-4090"), 1.0, DType::fp16, Level::l2), NotFound);  // L2 capacity only
 }
 
 TEST_CASE("work not overlapped with memory adds to the derated time; the ideal roofline overlaps it") {

@@ -105,6 +105,10 @@ case("attention causal with more queries than keys", ValueError, "seq_q <= seq_k
     lambda t: rp.ops.attention(1, 1, 8, 4, causal=True))
 case("decode_attention KV heads not dividing heads", ValueError, "kv_heads", "divide heads", "heads 8")(
     lambda t: rp.ops.decode_attention(1, 8, 3, 128))
+case("decode_attention per_query_head not a flag", TypeError, "decode_attention", "per_query_head", "True or False",
+     "'yes'")(lambda t: rp.ops.decode_attention(1, 8, 2, 128, per_query_head="yes"))
+case("attention backward a number", TypeError, "attention", "backward", "True or False", "2")(
+    lambda t: rp.ops.attention(1, 8, 128, backward=2))
 case("unknown number format", KeyError, "'fp17'", "did you mean 'fp16'?", "valid:")(
     lambda t: rp.ops.gemm(8, 8, 8, "fp17"))
 case("unknown weight format", KeyError, "'q4_k_n'", "did you mean", "Q4_K")(

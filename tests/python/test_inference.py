@@ -176,7 +176,7 @@ def test_cli_models_and_validate():
 def test_engines_say_what_they_do_and_where_that_comes_from():
     assert rp.engines() == ["llama.cpp", "cuda-graphs", "generic", "gpt-fast", "llama.cpp-cpu", "llama.cpp-cuda",
                             "llama.cpp-metal", "llama.cpp-metal-2023", "llama.cpp-rocm", "llama.cpp-vulkan",
-                            "mlx", "sglang", "trt-llm", "vllm"]  # engine_db: llama.cpp, then by id
+                            "mlx", "sglang", "trt-llm", "trt-llm-0.6", "vllm"]  # engine_db: llama.cpp, then by id
     g = rp.engine("gpt-fast").backend("any")
     dequant_overlapped = any(k.dequant_overlapped for k in g.linear_kernels)
     assert (g.fused_qkv, g.vocab_parallel, dequant_overlapped, g.all_reduce) == (True, False, False, "one-shot")

@@ -83,9 +83,12 @@ def test_roofline_ridge_points_ceilings_and_ops_are_the_cores():
             assert pt.get_xdata()[0] == op.arithmetic_intensity
             assert pt.get_ydata()[0] == d.time(op, ideal=True).attainable_flops
     assert fig.rooflinepy_data["devices"]["a100-sxm-80gb"]["ridge_points"]["dram"] == a100.ridge_point("bf16")
-    # H100 has an L2 bandwidth in the database, so its L2 roof is drawn; the A100's entry has capacity only
+    # a device with an L2 bandwidth in the database gets its L2 roof drawn; one with capacity only does not
     by_gid(fig, "roof:h100-sxm:l2")
-    assert not fig.findobj(lambda a: a.get_gid() == "roof:a100-sxm-80gb:l2")
+    by_gid(fig, "roof:a100-sxm-80gb:l2")
+    fig4090 = rp.plot.roofline(["rtx-4090"], dtype="bf16")
+    assert not fig4090.findobj(lambda a: a.get_gid() == "roof:rtx-4090:l2")
+    by_gid(fig4090, "roof:rtx-4090:dram")
     assert fig.axes[0].get_xscale() == "log" and fig.axes[0].get_yscale() == "log"
 
 

@@ -120,6 +120,10 @@ struct EngineBackend {
     std::map<std::string, double> op_kernels;
     double prefill_ubatch_tokens = 0;        ///< a prompt runs in micro-batches of this many tokens (0: at once)
     int flash_attention_version = 2;         ///< 1: K/V blocks outermost (Q, O re-read per block); 2: Q blocks resident
+    /// The decode attention kernel runs one thread block per query head, each loading its KV head's cache by itself:
+    /// a GQA group's other query heads read it again from L2 and dequantize it again (ops::decode_attention's
+    /// per_query_head); false: the group shares the loads (or L2 serves them at no cost)
+    bool decode_attention_per_query_head = false;
     /// DRAM bytes per attention score element on the standard (non-flash) path: S and P written and read, through
     /// whatever format conversions the engine's kernels make (0: four passes in the activation format)
     double attention_score_bytes = 0;

@@ -167,7 +167,7 @@ double decode_score_passes(double& read, double& written, double batch, double h
 }  // namespace
 
 OpCost decode_attention(double batch, double heads, double kv_heads, double context, double head_dim,
-                        const Format& act, const Format& kv, AttentionKind kind, double score_bytes) {
+                        const Format& act, const Format& kv, AttentionKind kind, double score_bytes, bool per_query_head) {
     check_size("decode_attention score_bytes", score_bytes);
     check_count("decode_attention batch", batch);
     check_count("decode_attention heads", heads);
@@ -188,6 +188,11 @@ OpCost decode_attention(double batch, double heads, double kv_heads, double cont
     double written = batch * heads * head_dim * ea;
     op.launches = decode_score_passes(read, written, batch, heads, context, ea, kind, score_bytes);
     op.add_dram(read, written);
+    if (per_query_head && heads > kv_heads) {  // the group's other query heads load the cache again, from L2
+        const double again = heads / kv_heads - 1;
+        op.add_dequant(kv, cache_elements * again);
+        op.add_level(Level::l2, kv_bytes(batch, context, kv_heads, head_dim, kv) * again, 0);
+    }
     return op;
 }
 

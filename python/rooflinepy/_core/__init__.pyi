@@ -471,6 +471,9 @@ class EngineBackend:
     def collective_step_latency_s(self) -> float:
         ...
     @property
+    def decode_attention_per_query_head(self) -> bool:
+        ...
+    @property
     def flash_attention_version(self) -> int:
         ...
     @property

@@ -84,9 +84,13 @@ OpCost attention(const AttentionShape& shape, const Format& fmt, AttentionKind k
 /// context) on matrix units, plus kv.dequant_flops_per_element per cache element read (OpCost::add_dequant).
 /// standard additionally writes and reads the scores and probabilities (heads·context elements, 4 passes of act,
 /// or `score_bytes` > 0 bytes per element) in three launches; flash keeps them on chip in one launch.
+/// `per_query_head`: the kernel runs one thread block per query head, each loading its KV head's cache by itself
+/// (TensorRT-LLM's masked MHA before XQA): DRAM still sees the cache once per KV head (the group's blocks run
+/// together and the first load brings each row into L2), but each of the other heads/kv_heads − 1 query heads
+/// reads it again from L2 and dequantizes it again.
 OpCost decode_attention(double batch, double heads, double kv_heads, double context, double head_dim,
                         const Format& act, const Format& kv, AttentionKind kind = AttentionKind::flash,
-                        double score_bytes = 0);
+                        double score_bytes = 0, bool per_query_head = false);
 
 /// Multi-head latent attention (DeepSeek-V2/V3) of one new query token per sequence over `context` cached tokens, in
 /// the absorbed form of vLLM's and SGLang's MLA decode kernels (FlashMLA, FlashInfer MLA): q_nope has been
