@@ -26,6 +26,7 @@ void register_model(py::module_& m) {
         .def_readonly("n_expert_used", &Architecture::n_expert_used)
         .def_readonly("expert_ffn", &Architecture::expert_ffn)
         .def_readonly("parameters_reported", &Architecture::parameters_reported)
+        .def_readonly("n_nextn_layer", &Architecture::n_nextn_layer)
         .def_property_readonly("norm", [](const Architecture& a) { return a.norm == NormKind::rmsnorm ? "rmsnorm" : "layernorm"; })
         .def_property_readonly("mlp", [](const Architecture& a) { return a.mlp == MlpKind::gated ? "gated" : "plain"; })
         .def_property_readonly("position", [](const Architecture& a) { return a.position == PositionKind::rope ? "rope" : "learned"; });
@@ -42,4 +43,6 @@ void register_model(py::module_& m) {
                    std::to_string(mod.arch.n_layer) + " layers, " + std::to_string(mod.parameters() / 1e9).substr(0, 5) + " B params>";
         });
     m.def("supported_model_types", &supported_model_types);
+    m.def("mtp_module", &mtp_module, py::arg("model"),
+          "The model's multi-token-prediction module as a model of its own (the draft of MTP speculative decoding)");
 }

@@ -117,8 +117,10 @@ void register_serving(py::module_& m) {
     py::class_<ServingPlan>(m, "ServingPlan", "A deployment built once, evaluated under any load")
         .def(py::init([](const Model& model, const Device& device, const std::string& quant, const std::string& engine,
                          const std::string& kv_dtype, const Parallelism& parallel, double max_batch, double max_num_tokens,
-                         double gpu_memory_fraction, const Engine* engine_object) {
+                         double gpu_memory_fraction, const Engine* engine_object, double mtp_tokens, double acceptance) {
                  ServingConfig c;
+                 c.mtp_tokens = mtp_tokens;
+                 c.acceptance = acceptance;
                  c.quant = quant;
                  c.engine = engine;
                  c.kv_dtype = kv_dtype;
@@ -132,7 +134,8 @@ void register_serving(py::module_& m) {
              }),
              py::arg("model"), py::arg("device"), py::arg("quant"), py::arg("engine") = "vllm", py::arg("kv_dtype") = "",
              py::arg("parallel") = Parallelism{}, py::arg("max_batch") = 0.0, py::arg("max_num_tokens") = 0.0,
-             py::arg("gpu_memory_fraction") = 0.0, py::arg("engine_object") = nullptr)
+             py::arg("gpu_memory_fraction") = 0.0, py::arg("engine_object") = nullptr, py::arg("mtp_tokens") = 0.0,
+             py::arg("acceptance") = 0.0)
         .def(
             "estimate",
             [](const ServingPlan& p, double prompt_tokens, double gen_tokens, double concurrency, double request_rate,

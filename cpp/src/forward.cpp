@@ -29,6 +29,7 @@ enum class Role { other, norm, q_norm, k_norm, latent_norm, projection, latent_u
 Role role_kind(const std::string& role) {
     static const std::unordered_map<std::string, Role> roles = {
         {"attn_norm", Role::norm}, {"ffn_norm", Role::norm}, {"post_attention_norm", Role::norm},
+        {"mtp_e_norm", Role::norm}, {"mtp_h_norm", Role::norm}, {"mtp_eh_proj", Role::projection},
         {"post_ffw_norm", Role::norm}, {"attn_q_norm", Role::q_norm}, {"attn_k_norm", Role::k_norm},
         {"attn_q", Role::projection}, {"attn_k", Role::projection}, {"attn_v", Role::projection},
         {"attn_qkv", Role::projection}, {"ffn_gate", Role::projection}, {"ffn_up", Role::projection},
@@ -231,6 +232,9 @@ bool replicated_under_tensor_parallel(const WeightTensor& w, const PhaseOptions&
     // MLA's down-projections to the q and KV latents: every rank computes the whole latent (vLLM ReplicatedLinear),
     // and DeepSeek's router bias
     if (r == "attn_q_a" || r == "attn_kv_a_mqa" || r == "exp_probs_b") return true;
+    // the MTP module's projection of [embedding; hidden]: a plain nn.Linear on every rank (vLLM deepseek_mtp.py,
+    // SGLang deepseek_nextn.py)
+    if (r == "mtp_eh_proj") return true;
     return is_norm_role(r) || r == "position_embd" || (w.is_bias() && (r == "attn_output" || r == "ffn_down"));
 }
 

@@ -253,6 +253,10 @@ Architecture architecture_from_config(const nlohmann::json& c, const std::string
             a.kv_lora_rank = num(c, "kv_lora_rank", origin);
             a.qk_rope_dim = num(c, "qk_rope_head_dim", origin);
             a.v_head_dim = num(c, "v_head_dim", origin);
+            a.n_nextn_layer = count_field(c, "num_nextn_predict_layers", origin, 0);
+            if (a.n_nextn_layer > 16)
+                throw InvalidArgument(origin + ": num_nextn_predict_layers must be within [0, 16], got " +
+                                      std::to_string(a.n_nextn_layer));
             if (a.kv_lora_rank < 1 || a.qk_rope_dim < 1 || a.v_head_dim < 1)
                 throw InvalidArgument(origin + ": kv_lora_rank, qk_rope_head_dim and v_head_dim must be >= 1, got " +
                                       num_text(a.kv_lora_rank) + ", " + num_text(a.qk_rope_dim) + ", " + num_text(a.v_head_dim));
@@ -307,6 +311,11 @@ std::vector<WeightTensor> tensors_of(const Architecture& a) {
     if (a.position == PositionKind::learned) add("position_embd", -1, {H, a.max_context});
     for (int l = 0; l < a.n_layer; ++l) {
         const auto li = static_cast<std::size_t>(l);
+        if (a.mtp_module) {  // a multi-token-prediction layer: [norm(embedding); norm(hidden)] projected to hidden
+            add("mtp_e_norm", l, {H});
+            add("mtp_h_norm", l, {H});
+            add("mtp_eh_proj", l, {2 * H, H});
+        }
         add("attn_norm", l, {H});
         if (a.norm == NormKind::layernorm) add("attn_norm", l, {H}, "bias");
         if (a.mla()) {
@@ -399,8 +408,29 @@ bool is_linear_role(std::string_view role) {
     static const std::set<std::string, std::less<>> linear = {
         "attn_q", "attn_k", "attn_v", "attn_qkv", "attn_output", "ffn_gate", "ffn_up", "ffn_down", "ffn_gate_exps",
         "ffn_up_exps", "ffn_down_exps", "ffn_gate_shexp", "ffn_up_shexp", "ffn_down_shexp", "output",
-        "attn_q_a", "attn_q_b", "attn_kv_a_mqa", "attn_k_b", "attn_v_b"};
+        "attn_q_a", "attn_q_b", "attn_kv_a_mqa", "attn_k_b", "attn_v_b", "mtp_eh_proj"};
     return linear.count(role) > 0;
+}
+
+Model mtp_module(const Model& model) {
+    const Architecture& a = model.arch;
+    if (a.n_nextn_layer < 1)
+        throw InvalidArgument("model '" + a.id + "' has no multi-token-prediction module (its config's "
+                              "num_nextn_predict_layers is 0 or absent): MTP speculative decoding needs one, as "
+                              "deepseek-r1 / deepseek-v3 have");
+    Model m;
+    m.arch = a;
+    m.arch.id = a.id + "-mtp";
+    m.arch.name = a.name + " MTP module";
+    m.arch.n_layer = a.n_nextn_layer;
+    m.arch.n_nextn_layer = 0;
+    m.arch.mtp_module = true;
+    m.arch.parameters_reported = 0;
+    m.arch.moe_layer.assign(static_cast<std::size_t>(a.n_nextn_layer), a.n_expert > 0);
+    m.arch.window.assign(static_cast<std::size_t>(a.n_nextn_layer), 0.0);
+    m.arch.nope_layer.clear();
+    m.tensors = tensors_of(m.arch);
+    return m;
 }
 
 bool is_norm_role(std::string_view r) { return r.size() > 5 && r.compare(r.size() - 5, 5, "_norm") == 0; }

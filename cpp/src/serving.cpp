@@ -12,6 +12,7 @@
 #include "roofline/format.hpp"
 #include "roofline/kv_cache.hpp"
 #include "roofline/ops/linear.hpp"
+#include "roofline/speculative.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -19,6 +20,7 @@
 #include <cstdio>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <array>
 
 namespace roofline {
@@ -112,6 +114,11 @@ struct ServingPlan::Impl {
     EstimatePlan plan;
     const EstimatePlan::Impl* p = nullptr;
     explicit Impl(EstimatePlan plan_) : plan(std::move(plan_)), p(&plan.impl()) {}
+    // MTP speculative decoding: the draft module's plan (same device, quantization, engine and split), the tokens
+    // it drafts per iteration and the tokens a sequence gains per iteration
+    std::optional<EstimatePlan> mtp;
+    const EstimatePlan::Impl* q = nullptr;
+    double draft = 0, gain = 1, mtp_moe_layers = 0;
     ServingPolicy policy;
     std::string model_id, device_id, kv_dtype;
     double pp = 1, units = 1;       // pipeline stages; schedulers (attention data-parallel ranks, else 1)
@@ -144,9 +151,9 @@ struct ServingPlan::Impl {
         return a.sums;
     }
 
-    double seq_kv(double tokens) const {  // one sequence's KV on one rank, in whole blocks
-        const double blk = policy.kv_block_tokens;
-        return p->kv_bytes_per_sequence(std::ceil(tokens / blk) * blk) / pp;
+    double seq_kv(double tokens) const {  // one sequence's KV on one rank, in whole blocks (the MTP layers' too)
+        const double blk = policy.kv_block_tokens, t = std::ceil(tokens / blk) * blk;
+        return p->kv_bytes_per_sequence(t) / pp + (q ? q->kv_bytes_per_sequence(t) : 0.0);
     }
 };
 
@@ -208,9 +215,29 @@ ServingPlan::ServingPlan(const Model& model, const Device& device, const Serving
     if (c.gpu_memory_fraction > 1)
         throw InvalidArgument("gpu_memory_fraction must be within (0, 1] (0 or None: the engine's), got " + std::to_string(c.gpu_memory_fraction));
 
+    check_size("mtp_tokens", c.mtp_tokens);
+    if (c.mtp_tokens != std::floor(c.mtp_tokens) || c.mtp_tokens > 16)
+        throw InvalidArgument("mtp_tokens must be a whole number within [0, 16] (0: no speculative decoding), got " +
+                              std::to_string(c.mtp_tokens));
+    if (!(c.acceptance >= 0 && c.acceptance <= 1))
+        throw InvalidArgument("acceptance must be within [0, 1] (the probability that a drafted token is accepted), got " +
+                              std::to_string(c.acceptance));
+    if (c.mtp_tokens == 0 && c.acceptance > 0)
+        throw InvalidArgument("acceptance " + std::to_string(c.acceptance) + " given without mtp_tokens: give the tokens the MTP "
+                              "module drafts per iteration (mtp_tokens >= 1)");
+    if (c.mtp_tokens > 0 && par.pipeline > 1)
+        throw InvalidArgument("MTP speculative decoding with pipeline_parallel " + std::to_string(par.pipeline) +
+                              " is not modelled: use tensor, expert or attention data parallelism");
     const std::string kv = c.kv_dtype.empty() ? backend.serving.kv_dtype_for(c.quant, backend.activation_format) : c.kv_dtype;
     const int plan_tp = par.attention_data ? 1 : par.tensor;  // attention data parallel: each rank runs attention whole
     auto s = std::make_shared<Impl>(EstimatePlan(model, device, PlanConfig(c.quant, kv, true, eng->id, plan_tp, 0, eng)));
+    if (c.mtp_tokens > 0) {  // the draft: the model's MTP module, split and quantized as the model
+        s->mtp.emplace(mtp_module(model), device, PlanConfig(c.quant, kv, true, eng->id, plan_tp, 0, eng));
+        s->q = &s->mtp->impl();
+        s->draft = c.mtp_tokens;
+        s->gain = speculative_tokens_per_cycle(c.mtp_tokens, c.acceptance);
+        s->mtp_moe_layers = a.n_expert > 0 ? a.n_nextn_layer : 0;
+    }
     s->config = c;
     s->policy = backend.serving;
     s->dep = par.attention_data;
@@ -238,10 +265,15 @@ ServingPlan::ServingPlan(const Model& model, const Device& device, const Serving
     double w = p.device_weight_bytes;
     if (par.attention_data) w = w - p.expert_weight_bytes() + p.expert_weight_bytes() / par.expert;
     s->weights = w / s->pp;
+    if (s->q) {  // the MTP module's weights, on every rank like the last stage's layers
+        double wm = s->q->device_weight_bytes;
+        if (par.attention_data) wm = wm - s->q->expert_weight_bytes() + s->q->expert_weight_bytes() / par.expert;
+        s->weights += wm;
+    }
     s->reserve = s->policy.graph_reserve_bytes + backend.runtime_overhead_bytes;
     s->frac = c.gpu_memory_fraction > 0 ? c.gpu_memory_fraction : s->policy.kv_memory_fraction;
     s->fixed_cost_s = p.device->efficiency.launch_overhead_s;
-    s->kv_token_bytes = p.kv_bytes_per_sequence(1) / s->pp;
+    s->kv_token_bytes = p.kv_bytes_per_sequence(1) / s->pp + (s->q ? s->q->kv_bytes_per_sequence(1) : 0.0);
     for (const auto& [gib, tokens, batch] : s->policy.limits_by_memory)  // the device's memory tier
         if (s->capacity >= gib * 1073741824.0) {
             s->policy.max_num_tokens = tokens;
@@ -281,7 +313,10 @@ class Evaluator {
 public:
     Evaluator(const ServingPlan::Impl& s, const ServingPolicy& policy, const ServingLoad& l)
         : s_(s), policy_(policy), p_(*s.p), isl_(l.prompt_tokens), osl_(l.gen_tokens) {
-        n_ = osl_ - 1;
+        // decode iterations per request: gen_tokens - 1 tokens after the first, s.gain per iteration (MTP: the
+        // accepted drafts and the verifier's own token)
+        n_ = (osl_ - 1) / s.gain;
+        tok_ = 1 + s.draft;      // tokens a decoding sequence puts through the target per iteration
         ctx_ = isl_ + osl_ / 2;  // mean context of a decoding sequence (staggered)
     }
 
@@ -291,32 +326,34 @@ public:
     double chunk_of(double b) const {
         // prompts waiting in the steady state: the B / n completions of an iteration are replaced (at least one)
         const double waiting = isl_ * std::max(1.0, std::ceil(b / std::max(n_, 1.0)));
-        const double room = std::floor(policy_.mixed_batches ? budget() - b : budget());
+        const double room = std::floor(policy_.mixed_batches ? budget() - b * tok_ : budget());
         if (room < 1) return 0;
         if (policy_.chunked_prefill) return std::min(room, waiting);
         return std::min(std::floor(room / isl_) * isl_, waiting);  // whole prompts only
     }
 
-    // The largest decodes per micro-batch the token budget sustains: b·ISL <= chunk(b)·n.
+    // The largest decodes per micro-batch the token budget sustains: b·ISL <= chunk(b)·n, a decode taking tok_ of
+    // the budget.
     double budget_batch() const {
         if (n_ <= 0) return 0;
         if (!policy_.mixed_batches) return kInf;  // prefill batches apart: the budget does not bound the decodes
-        if (policy_.chunked_prefill) return std::floor(budget() * n_ / (isl_ + n_));
+        if (policy_.chunked_prefill) return std::floor(budget() * n_ / (isl_ + tok_ * n_));
         double best = 0;
-        const double m_star = budget() / (n_ + isl_);
+        const double m_star = budget() / (tok_ * n_ + isl_);
         for (double m = std::max(1.0, std::floor(m_star) - 1); m <= std::floor(m_star) + 2; ++m) {
-            const double b = std::min(m * n_, budget() - m * isl_);
+            const double b = std::min(m * n_, (budget() - m * isl_) / tok_);
             if (b >= 1) best = std::max(best, std::floor(b));
         }
         return best;
     }
 
     // Expert split and all-to-all of a pass over `rows` rows per scheduler.
-    Impl_ExpertSplit split(double rows) const {
+    Impl_ExpertSplit split(double rows) const { return split_of(p_, rows); }
+    Impl_ExpertSplit split_of(const EstimatePlan::Impl& plan, double rows) const {
         Impl_ExpertSplit e;
         const double E = s_.ep_ranks;
         if (E <= 1) return e;
-        const double k = p_.structure->arch.n_expert_used;
+        const double k = plan.structure->arch.n_expert_used;
         // rows each rank's experts receive on average, and the busiest rank's share of them: the maximum of E
         // balanced multinomial loads, m + sqrt(2 m ln E (1 - 1/E)) (random routing; a skewed router is worse)
         const double mean_rows = s_.dep ? rows * k : rows * k / E;
@@ -327,11 +364,31 @@ public:
         }
         return e;
     }
-    double all_to_all_s(double rows) const {
+    double all_to_all_s(double rows, double layers = -1) const {
         if (!s_.dep || s_.ep_ranks <= 1 || rows <= 0) return 0;
         const double E = s_.ep_ranks, k = p_.structure->arch.n_expert_used;
         const double bytes = rows * k * s_.hidden * s_.act_bytes * (E - 1) / E;  // each way
-        return s_.moe_layers * 2 * (bytes / s_.interconnect_Bps + s_.step_latency_s);
+        return (layers < 0 ? s_.moe_layers : layers) * 2 * (bytes / s_.interconnect_Bps + s_.step_latency_s);
+    }
+    // The MTP module's dispatch and combine over its MoE layers, per drafted token of b sequences.
+    double draft_all_to_all_s(double b) const { return s_.draft * all_to_all_s(b, s_.mtp_moe_layers); }
+
+    // Attention of b decoding sequences at context ctx. With MTP each sequence verifies tok_ tokens, and the
+    // engines' decode kernels (FlashMLA, FlashInfer, FlashAttention with a few query tokens) read its cache once for
+    // all of them: timed as one token's decode attention, the cache read bounding it (the other queries' FLOPs,
+    // tok_ - 1 times a decode token's, are taken as hidden under that read; not counted).
+    PhaseSums verify_attention(double b, double ctx, std::vector<BreakdownRow>* breakdown) const {
+        return p_.decode_attention(b, ctx, breakdown, "decode iteration");
+    }
+    // The MTP module's drafting of an iteration: s.draft steps of b sequences, one token each, over its own cache.
+    PhaseSums drafts(double b, double ctx, std::vector<BreakdownRow>* breakdown) const {
+        if (!s_.q) return PhaseSums{};
+        Impl_ExpertSplit e = split_of(*s_.q, b);
+        PhaseSums one = s_.q->step(b, b, &e, breakdown, "MTP draft step");
+        add_sums(one, 1, s_.q->decode_attention(b, ctx, breakdown, "MTP draft step"));
+        PhaseSums all;
+        add_sums(all, s_.draft, one);
+        return all;
     }
     double send_recv_s(double rows) const {  // hidden states handed from stage to stage, one pass
         if (s_.pp <= 1) return 0;
@@ -379,26 +436,34 @@ public:
         if (policy_.mixed_batches) it.f = std::min(1.0, it.f);
         if (n_ <= 0) it.f = 1;
         const double ctx = std::max(1.0, ctx_);
-        // decode iteration
-        Impl_ExpertSplit e = split(b);
-        const PhaseSums sd = p_.step(b, b, &e, breakdown, "decode iteration");
-        const PhaseSums ad = b > 0 ? p_.decode_attention(b, ctx, breakdown, "decode iteration") : PhaseSums{};
+        // decode iteration: b sequences, tok_ tokens each through the target (MTP: the drafts and the verifier's own,
+        // each sampled), their attention over the context; then the MTP module's drafting steps
+        const double rows = b * tok_;
+        Impl_ExpertSplit e = split(rows);
+        const PhaseSums sd = p_.step(rows, rows, &e, breakdown, "decode iteration");
+        const PhaseSums ad = b > 0 ? verify_attention(b, ctx, breakdown) : PhaseSums{};
+        const PhaseSums dd = b > 0 ? drafts(b, ctx, breakdown) : PhaseSums{};
         PhaseSums dec = sd;
         add_sums(dec, 1, ad);
-        const bool graph = b <= policy_.cuda_graph_max_batch;
-        it.t_decode = b > 0 ? host_bound(dec, dec.seconds, graph) + all_to_all_s(b) + send_recv_s(b) : 0;
+        add_sums(dec, 1, dd);
+        const bool graph = rows <= policy_.cuda_graph_max_batch;
+        it.t_decode = b > 0 ? host_bound(dec, dec.seconds, graph) + all_to_all_s(rows) + draft_all_to_all_s(b) + send_recv_s(rows) : 0;
         it.ideal_decode = b > 0 ? dec.ideal_seconds : 0;
         it.decode_bound = b > 0 ? phase_bound(dec.derated) : PhaseBound::absent;
         // mixed iteration: the decodes and a chunk (its share of one prompt's attention over its chunks)
         if (it.chunk > 0) {
             const double decodes = policy_.mixed_batches ? b : 0;
-            const double rows = decodes + it.chunk;
-            Impl_ExpertSplit em = split(rows);
-            const PhaseSums sm = p_.step(rows, decodes + 1, &em, breakdown, "mixed iteration");
+            const double mixed_rows = decodes * tok_ + it.chunk;
+            Impl_ExpertSplit em = split(mixed_rows);
+            const PhaseSums sm = p_.step(mixed_rows, decodes * tok_ + 1, &em, breakdown, "mixed iteration");
             PhaseSums mix = sm;
-            if (decodes > 0) add_sums(mix, 1, ad);
+            if (decodes > 0) {
+                add_sums(mix, 1, ad);
+                add_sums(mix, 1, dd);
+            }
             add_sums(mix, it.chunk / isl_, prompt_attention(it.chunk));  // the chunk's share of a prompt's attention
-            it.t_mixed = host_bound(mix, mix.seconds, false) + all_to_all_s(rows) + send_recv_s(rows);
+            it.t_mixed = host_bound(mix, mix.seconds, false) + all_to_all_s(mixed_rows) +
+                         (decodes > 0 ? draft_all_to_all_s(decodes) : 0.0) + send_recv_s(mixed_rows);
             it.ideal_mixed = mix.ideal_seconds;
             it.prefill_bound = phase_bound(mix.derated);
             it.chunks_per_prompt = std::ceil(isl_ / it.chunk);
@@ -433,7 +498,7 @@ private:
     const ServingPlan::Impl& s_;
     const ServingPolicy& policy_;
     const EstimatePlan::Impl& p_;
-    double isl_, osl_, n_ = 0, ctx_ = 0;
+    double isl_, osl_, n_ = 0, ctx_ = 0, tok_ = 1;
     double attn_chunk_ = -1;
     PhaseSums attn_;
 };
@@ -623,10 +688,11 @@ ServingRow ServingPlan::evaluate(const ServingLoad& l, std::vector<BreakdownRow>
     r.roofline_output_tokens_per_s = e.rate(it, true) * units;
     r.requests_per_s = r.output_tokens_per_s / osl;
     r.output_tokens_per_s_per_device = r.output_tokens_per_s / r.devices;
-    r.itl_s = it.t_mean;
+    r.tokens_per_decode_iteration = s.gain;
+    r.itl_s = it.t_mean / s.gain;  // a decoding sequence gains s.gain tokens per iteration on average
     r.ttft_s = ttft;
     r.e2e_s = e2e;
-    r.tpot_s = n > 0 ? (std::isfinite(e2e) ? (e2e - ttft) / n : it.t_mean) : 0;
+    r.tpot_s = n > 0 ? (std::isfinite(e2e) ? (e2e - ttft) / (osl - 1) : r.itl_s) : 0;
     r.prefill_chunk_tokens = it.chunk;
     r.mixed_fraction = it.f;
     r.decode_iteration_s = it.t_decode;

@@ -124,10 +124,10 @@ class EstimateFields:
 SERVING_FIELDS: Tuple[str, ...] = (
     "devices", "output_tokens_per_s", "output_tokens_per_s_lo", "output_tokens_per_s_hi",
     "output_tokens_per_s_per_device", "roofline_output_tokens_per_s", "requests_per_s", "ttft_s", "ttft_s_lo",
-    "ttft_s_hi", "itl_s", "itl_s_lo", "itl_s_hi", "tpot_s", "e2e_s", "running_batch", "max_running_batch", "max_batch",
-    "max_num_tokens", "prefill_chunk_tokens", "mixed_fraction", "decode_iteration_s", "mixed_iteration_s",
-    "kv_capacity_tokens", "kv_memory_fraction", "decode_bound", "prefill_bound", "memory_weights", "memory_kv_cache",
-    "memory_activations", "memory_reserved", "memory_capacity", "run_s", "saturated",
+    "ttft_s_hi", "itl_s", "itl_s_lo", "itl_s_hi", "tpot_s", "tokens_per_decode_iteration", "e2e_s", "running_batch",
+    "max_running_batch", "max_batch", "max_num_tokens", "prefill_chunk_tokens", "mixed_fraction", "decode_iteration_s",
+    "mixed_iteration_s", "kv_capacity_tokens", "kv_memory_fraction", "decode_bound", "prefill_bound", "memory_weights",
+    "memory_kv_cache", "memory_activations", "memory_reserved", "memory_capacity", "run_s", "saturated",
 )
 """The serving estimate's fields (rooflinepy.ServingEstimate), in the table's order."""
 
@@ -166,6 +166,8 @@ class ServingFields:
     """high end of itl_s's prediction interval [s]"""
     tpot_s: float
     """mean time per output token after the first: (e2e_s - ttft_s) / (gen_tokens - 1) [s]"""
+    tokens_per_decode_iteration: float
+    """tokens a decoding sequence gains per iteration: 1, or with MTP speculative decoding (1 - a^(k+1)) / (1 - a)"""
     e2e_s: float
     """mean request latency, first request byte to last token [s]"""
     running_batch: float

@@ -411,7 +411,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
                         e = rp.serve(args.model, args.quant, device, engine=args.engine, parallel=par,
                                      prompt_tokens=p, gen_tokens=n, kv_dtype=args.kv_dtype,
                                      max_batch=args.max_batch, max_num_tokens=args.max_num_tokens,
-                                     gpu_memory_fraction=args.gpu_memory_fraction, **load)
+                                     gpu_memory_fraction=args.gpu_memory_fraction, mtp_tokens=args.mtp_tokens,
+                                     acceptance=args.acceptance, **load)
                         d = e.to_dict()
                         d.pop("breakdown")
                         data.append(d)
@@ -427,6 +428,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
               "ITL ms", "batch (limit)", "KV tokens", "decode bound"]
     text = _table(rows, header)
     if data:
+        if args.mtp_tokens:
+            text += (f"\n\nMTP speculative decoding: {args.mtp_tokens} drafted tokens per iteration, acceptance "
+                     f"{args.acceptance:g}: {data[0]['tokens_per_decode_iteration']:.3g} tokens per sequence and iteration")
         text += (f"\n\n{data[0]['model']} {data[0]['quant']} (KV {data[0]['kv_dtype']}) with {data[0]['engine']}: "
                  f"output tokens/s of the whole deployment; TTFT includes queueing (inf: the queue grows); interval: "
                  f"the engine's prediction interval")
@@ -602,6 +606,9 @@ def _add_inference_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentPar
     p.add_argument("--max-num-tokens", type=int, default=None, help="token budget of an iteration (default: the engine's)")
     p.add_argument("--kv-dtype", default=None, help="KV cache format (default: the engine's for the weights)")
     p.add_argument("--gpu-memory-fraction", type=float, default=None, help="share of memory for the KV cache")
+    p.add_argument("--mtp-tokens", type=int, default=0,
+                   help="MTP speculative decoding: tokens the model's multi-token-prediction module drafts per iteration")
+    p.add_argument("--acceptance", type=float, default=None, help="with --mtp-tokens: probability a draft is accepted")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_serve)
     p = sub.add_parser("validate", help="cross-validate the engine fits and hold the estimator to published "

@@ -136,12 +136,13 @@ def _parallelism(where: str, parallel: Optional[str], tensor_parallel: int, pipe
 
 
 def _plan(m: Model, dev: Device, quant: str, engine: str, kv_dtype: str, par: _core.Parallelism, max_batch: float,
-          max_num_tokens: float, fraction: float) -> _core.ServingPlan:
+          max_num_tokens: float, fraction: float, mtp_tokens: float = 0.0, acceptance: float = 0.0) -> _core.ServingPlan:
     key = (id(m._core), id(dev._core), quant, engine, kv_dtype, par.tensor, par.pipeline, par.expert,
-           par.attention_data, max_batch, max_num_tokens, fraction)
+           par.attention_data, max_batch, max_num_tokens, fraction, mtp_tokens, acceptance)
     hit = _PLANS.get(key)
     if hit is None:
-        plan = _core.ServingPlan(m._core, dev._core, quant, engine, kv_dtype, par, max_batch, max_num_tokens, fraction)
+        plan = _core.ServingPlan(m._core, dev._core, quant, engine, kv_dtype, par, max_batch, max_num_tokens, fraction,
+                                 None, mtp_tokens, acceptance)
         with _PLANS_LOCK:
             while len(_PLANS) >= _PLANS_MAX:
                 _PLANS.pop(next(iter(_PLANS)), None)
@@ -152,7 +153,8 @@ def _plan(m: Model, dev: Device, quant: str, engine: str, kv_dtype: str, par: _c
 def _config(where: str, model: ModelLike, quant: str, device: DeviceLike, engine: str, parallel: Optional[str],
             tensor_parallel: int, pipeline_parallel: int, expert_parallel: int, attention_data_parallel: bool,
             max_batch: Optional[int], max_num_tokens: Optional[int], kv_dtype: Optional[str],
-            gpu_memory_fraction: Optional[float]) -> _core.ServingPlan:
+            gpu_memory_fraction: Optional[float], mtp_tokens: int = 0,
+            acceptance: Optional[float] = None) -> _core.ServingPlan:
     _v.instance(model, (str, Model), "model", where, "a catalogue id or a Model")
     _v.instance(device, (str, Device, _core.Device), "device", where, "a device id or a Device")
     _v.text(quant, "quant", where)
@@ -165,8 +167,18 @@ def _config(where: str, model: ModelLike, quant: str, device: DeviceLike, engine
     frac = _v.number(gpu_memory_fraction, "gpu_memory_fraction", where, allow_none=True)
     if frac is not None and not 0 < frac <= 1:
         raise ValueError(f"{where}: gpu_memory_fraction must be within (0, 1], got {frac!r}")
+    k = _v.whole(mtp_tokens, "mtp_tokens", where, 0, 16)
+    a = _v.number(acceptance, "acceptance", where, allow_none=True)
+    if k and a is None:
+        raise ValueError(f"{where}: mtp_tokens={k} needs acceptance, the probability that a drafted token is accepted "
+                         f"(DeepSeek-V3's technical report measured 0.85-0.90 for its MTP module's second token)")
+    if a is not None and not 0 <= a <= 1:
+        raise ValueError(f"{where}: acceptance must be within [0, 1], got {a!r}")
+    if a is not None and not k:
+        raise ValueError(f"{where}: acceptance={a!r} given without mtp_tokens (the tokens the MTP module drafts per "
+                         f"iteration, 1-16)")
     return _plan(_lookup_model(model), _device(device), quant, engine, kv_dtype or "", par, float(mb), float(mt),
-                 0.0 if frac is None else float(frac))
+                 0.0 if frac is None else float(frac), float(k), 0.0 if a is None else float(a))
 
 
 def _load(where: str, prompt_tokens: int, gen_tokens: int, concurrency: Optional[int], request_rate: Optional[float],
@@ -191,7 +203,8 @@ def serve(model: ModelLike, quant: str, device: DeviceLike, *, prompt_tokens: in
           expert_parallel: int = 1, attention_data_parallel: bool = False, concurrency: Optional[int] = None,
           request_rate: Optional[float] = None, num_requests: Optional[int] = None, max_batch: Optional[int] = None,
           max_num_tokens: Optional[int] = None, kv_dtype: Optional[str] = None,
-          gpu_memory_fraction: Optional[float] = None) -> ServingEstimate:
+          gpu_memory_fraction: Optional[float] = None, mtp_tokens: int = 0,
+          acceptance: Optional[float] = None) -> ServingEstimate:
     """Serve ``model`` in ``quant`` on a deployment of ``device`` with a serving engine (``vllm``, ``trt-llm``,
     ``sglang``: continuous batching with their defaults from engine_db).
 
@@ -201,10 +214,16 @@ def serve(model: ModelLike, quant: str, device: DeviceLike, *, prompt_tokens: in
     ``"DEP8"``) instead of the four parallelism arguments. ``max_batch``, ``max_num_tokens``, ``kv_dtype`` and
     ``gpu_memory_fraction`` override the engine's defaults (None: the engine's; TensorRT-LLM sizes max_batch and
     max_num_tokens as trtllm-bench does).
+
+    ``mtp_tokens=k`` with ``acceptance=α`` turns on MTP speculative decoding for a model with a multi-token-prediction
+    module (``deepseek-r1`` / ``deepseek-v3``): each decode iteration the module drafts k tokens per sequence, the
+    target verifies them with its own token in one pass, and a sequence gains (1 − α^(k+1)) / (1 − α) tokens
+    (``tokens_per_decode_iteration``); the module's weights and KV cache take memory.
     """
     where = "serve"
     plan = _config(where, model, quant, device, engine, parallel, tensor_parallel, pipeline_parallel, expert_parallel,
-                   attention_data_parallel, max_batch, max_num_tokens, kv_dtype, gpu_memory_fraction)
+                   attention_data_parallel, max_batch, max_num_tokens, kv_dtype, gpu_memory_fraction, mtp_tokens,
+                   acceptance)
     p, g, c, r, n = _load(where, prompt_tokens, gen_tokens, concurrency, request_rate, num_requests)
     return ServingEstimate(plan.estimate(p, g, c, r, n, True))
 
@@ -228,7 +247,8 @@ def serve_sweep(model: ModelLike, quant: str, device: DeviceLike, *, prompt_toke
                 parallel: Optional[str] = None, tensor_parallel: int = 1, pipeline_parallel: int = 1,
                 expert_parallel: int = 1, attention_data_parallel: bool = False, max_batch: Optional[int] = None,
                 max_num_tokens: Optional[int] = None, kv_dtype: Optional[str] = None,
-                gpu_memory_fraction: Optional[float] = None) -> "pd.DataFrame":
+                gpu_memory_fraction: Optional[float] = None, mtp_tokens: int = 0,
+                acceptance: Optional[float] = None) -> "pd.DataFrame":
     """Every combination of the load axes (prompt_tokens × gen_tokens × concurrency or request_rate) on one
     deployment, evaluated in the core in one call: a DataFrame with the load columns and every serving field.
     A combination the deployment cannot serve (a request that does not fit) raises, naming it."""
@@ -236,7 +256,8 @@ def serve_sweep(model: ModelLike, quant: str, device: DeviceLike, *, prompt_toke
 
     where = "serve_sweep"
     plan = _config(where, model, quant, device, engine, parallel, tensor_parallel, pipeline_parallel, expert_parallel,
-                   attention_data_parallel, max_batch, max_num_tokens, kv_dtype, gpu_memory_fraction)
+                   attention_data_parallel, max_batch, max_num_tokens, kv_dtype, gpu_memory_fraction, mtp_tokens,
+                   acceptance)
     axes = [_axis(prompt_tokens, "prompt_tokens"), _axis(gen_tokens, "gen_tokens"),
             _axis(concurrency, "concurrency"), _axis(request_rate, "request_rate")]
     if concurrency is not None and request_rate is not None:

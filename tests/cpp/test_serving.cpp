@@ -469,3 +469,76 @@ TEST_CASE("serving loads: bad values throw InvalidArgument naming the field") {
     CHECK(contains(invalid_message([] { ServingPlan(model("llama-3.1-8b"), dev("h100-sxm"), config("vllm", "fp8", "PP64")); }),
                    "pipeline_parallel"));
 }
+
+TEST_CASE("mtp_module: DeepSeek-R1's multi-token-prediction layer as a model of its own") {
+    const Model& r1 = model("deepseek-r1");
+    REQUIRE(r1.arch.n_nextn_layer == 1);  // config.json num_nextn_predict_layers
+    const Model mtp = mtp_module(r1);
+    CHECK(mtp.arch.n_layer == 1);
+    CHECK(mtp.arch.moe_layer == std::vector<bool>{true});
+    CHECK(mtp.arch.n_nextn_layer == 0);
+    // DeepSeek-V3's README: 671B main model + 14B MTP module (685B on the hub); one MoE layer (256 experts of
+    // 3 x 7168 x 2048), its MLA, the eh_proj and its own embedding and head
+    CHECK(mtp.parameters() > 13.0e9);
+    CHECK(mtp.parameters() < 14.5e9);
+    bool proj = false;
+    for (const WeightTensor& t : mtp.tensors)
+        if (t.role == "mtp_eh_proj") proj = t.shape == std::vector<double>{2 * 7168.0, 7168.0};
+    CHECK(proj);
+    CHECK(contains(invalid_message([] { (void)mtp_module(model("llama-3.1-8b")); }), "no multi-token-prediction module"));
+}
+
+TEST_CASE("serving with MTP speculative decoding: tokens per iteration, latency, memory") {
+    const Model& r1 = model("deepseek-r1");
+    const Device& h200 = dev("h200-sxm");
+    ServingConfig base = config("vllm", "fp8", "TP8");
+    const ServingPlan plain(r1, h200, base);
+    ServingConfig sure = base, likely = base, never = base;
+    sure.mtp_tokens = likely.mtp_tokens = never.mtp_tokens = 1;
+    sure.acceptance = 1;
+    likely.acceptance = 0.85;
+    const ServingPlan all(r1, h200, sure), most(r1, h200, likely), none(r1, h200, never);
+    const ServingLoad one = load(1000, 1000, 1);
+    const ServingRow p = plain.evaluate(one), a = all.evaluate(one), m = most.evaluate(one), n = none.evaluate(one);
+    check_finite_row(a);
+    CHECK(p.tokens_per_decode_iteration == 1);
+    CHECK(a.tokens_per_decode_iteration == doctest::Approx(2));
+    CHECK(m.tokens_per_decode_iteration == doctest::Approx(1.85));
+    CHECK(n.tokens_per_decode_iteration == doctest::Approx(1));
+    // an iteration verifies two tokens and drafts one: longer than a plain one, but it yields two tokens
+    CHECK(a.decode_iteration_s > p.decode_iteration_s);
+    CHECK(a.itl_s == doctest::Approx(a.decode_iteration_s / 2).epsilon(0.05));
+    CHECK(a.output_tokens_per_s > m.output_tokens_per_s);
+    CHECK(m.output_tokens_per_s > 1.2 * p.output_tokens_per_s);  // one client: memory-bound, the drafts pay off
+    CHECK(n.output_tokens_per_s < p.output_tokens_per_s);        // every draft rejected: pure cost
+    CHECK(a.tpot_s < p.tpot_s);
+    // the module's weights and its layer's cache
+    CHECK(a.memory_weights > p.memory_weights + 1e9);
+    CHECK(a.kv_capacity_tokens < p.kv_capacity_tokens);
+    // offline max load and attention data parallel run too
+    for (const char* par : {"TP8", "DEP8"}) {
+        ServingConfig c = likely;
+        c.parallel = parse_parallelism(par);
+        const ServingRow r = ServingPlan(r1, h200, c).evaluate(load(1000, 1000));
+        check_finite_row(r);
+        CHECK(r.tokens_per_decode_iteration == doctest::Approx(1.85));
+    }
+}
+
+TEST_CASE("serving with MTP: bad settings throw InvalidArgument naming them") {
+    const Device& h200 = dev("h200-sxm");
+    auto with = [&](const char* model_id, double k, double alpha, const char* par = "TP8") {
+        ServingConfig c = config("vllm", "fp8", par);
+        c.mtp_tokens = k;
+        c.acceptance = alpha;
+        return invalid_message([&] { (void)ServingPlan(model(model_id), h200, c); });
+    };
+    CHECK(contains(with("llama-3.1-8b", 1, 0.8, "TP1"), "no multi-token-prediction module"));
+    CHECK(contains(with("deepseek-r1", 1.5, 0.8), "mtp_tokens must be a whole number within [0, 16]"));
+    CHECK(contains(with("deepseek-r1", 17, 0.8), "mtp_tokens must be a whole number within [0, 16]"));
+    CHECK(contains(with("deepseek-r1", -1, 0.8), "mtp_tokens"));
+    CHECK(contains(with("deepseek-r1", 1, 1.5), "acceptance must be within [0, 1]"));
+    CHECK(contains(with("deepseek-r1", 1, std::nan("")), "acceptance must be within [0, 1]"));
+    CHECK(contains(with("deepseek-r1", 0, 0.5), "without mtp_tokens"));
+    CHECK(contains(with("deepseek-r1", 1, 0.8, "TP4,PP2"), "pipeline_parallel 2 is not modelled"));
+}

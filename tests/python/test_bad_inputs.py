@@ -151,6 +151,18 @@ case("serve parallel and tensor_parallel both", ValueError, "parallel='TP2'", "n
     lambda t: rp.serve("llama-3.1-8b", "fp8", "h100", parallel="TP2", tensor_parallel=2, **_S))
 case("serve expert parallel of a dense model", ValueError, "llama-3.1-8b", "has no experts", "MoE")(
     lambda t: rp.serve("llama-3.1-8b", "fp8", "h100", parallel="TP2,EP2", **_S))
+case("serve MTP on a model without an MTP module", ValueError, "llama-3.1-8b", "no multi-token-prediction module",
+     "deepseek-r1")(lambda t: rp.serve("llama-3.1-8b", "fp8", "h100", mtp_tokens=1, acceptance=0.8, **_S))
+case("serve MTP without acceptance", ValueError, "serve", "mtp_tokens=1 needs acceptance", "0.85-0.90")(
+    lambda t: rp.serve("deepseek-r1", "fp8", "h200", parallel="TP8", mtp_tokens=1, **_S))
+case("serve MTP acceptance above 1", ValueError, "serve", "acceptance must be within [0, 1]", "1.5")(
+    lambda t: rp.serve("deepseek-r1", "fp8", "h200", parallel="TP8", mtp_tokens=1, acceptance=1.5, **_S))
+case("serve acceptance without MTP tokens", ValueError, "serve", "acceptance=0.8", "without mtp_tokens")(
+    lambda t: rp.serve("deepseek-r1", "fp8", "h200", parallel="TP8", acceptance=0.8, **_S))
+case("serve MTP tokens fractional", (TypeError, ValueError), "serve", "mtp_tokens", "1.5")(
+    lambda t: rp.serve("deepseek-r1", "fp8", "h200", parallel="TP8", mtp_tokens=1.5, acceptance=0.8, **_S))
+case("serve MTP tokens above 16", ValueError, "serve", "mtp_tokens", "17")(
+    lambda t: rp.serve("deepseek-r1", "fp8", "h200", parallel="TP8", mtp_tokens=17, acceptance=0.8, **_S))
 case("serve concurrency and rate", ValueError, "concurrency and request_rate", "exclusive")(
     lambda t: rp.serve("llama-3.1-8b", "fp8", "h100", concurrency=4, request_rate=2.0, **_S))
 case("serve zero prompt", ValueError, "prompt_tokens", "[1, 16777216]", "0")(
@@ -777,6 +789,8 @@ CLI_CASES = [
                                     "--request-rate", "2"], None, ["--concurrency and --request-rate are exclusive"]),
     ("serve bad concurrency", ["serve", "-m", "llama-3.1-8b", "-dev", "h100", "--concurrency", "0"], None,
      ["--concurrency must be comma-separated whole numbers >= 1"]),
+    ("serve MTP without acceptance", ["serve", "-m", "deepseek-r1", "-dev", "h200", "--parallel", "TP8",
+                                      "--mtp-tokens", "1"], None, ["mtp_tokens=1 needs acceptance"]),
 ]
 
 

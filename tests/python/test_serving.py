@@ -374,3 +374,24 @@ def test_max_batch_and_cheapest_use_the_serving_model_for_serving_engines():
     e = rp.serve("llama-3.1-70b", "fp8", "h100-sxm", tensor_parallel=int(first["count"]), prompt_tokens=512,
                  gen_tokens=128, kv_dtype="f16", concurrency=int(first["batch"]))
     assert first["tokens_per_s"] == pytest.approx(e.output_tokens_per_s, rel=1e-12)
+
+
+def test_mtp_speculative_decoding_for_deepseek():
+    kw = dict(prompt_tokens=1000, gen_tokens=1000, parallel="TP8", concurrency=1)
+    plain = rp.serve("deepseek-r1", "fp8", "h200", **kw)
+    mtp = rp.serve("deepseek-r1", "fp8", "h200", mtp_tokens=2, acceptance=0.85, **kw)
+    assert plain.tokens_per_decode_iteration == 1
+    assert mtp.tokens_per_decode_iteration == pytest.approx((1 - 0.85 ** 3) / (1 - 0.85))
+    # one client is memory-bound: two drafts per iteration pay off; the ITL is the iteration over the tokens it gains
+    assert mtp.output_tokens_per_s > 1.3 * plain.output_tokens_per_s
+    assert mtp.itl_s == pytest.approx(mtp.decode_iteration_s / mtp.tokens_per_decode_iteration, rel=0.05)
+    assert mtp.memory_weights > plain.memory_weights
+    # the views show it, and a sweep equals the single calls
+    assert "tokens_per_decode_iteration" in mtp.to_dict()
+    df = rp.serve_sweep("deepseek-r1", "fp8", "h200", prompt_tokens=1000, gen_tokens=1000, concurrency=[1, 8],
+                        parallel="TP8", mtp_tokens=2, acceptance=0.85)
+    assert df["output_tokens_per_s"].iloc[0] == pytest.approx(mtp.output_tokens_per_s, rel=1e-12)
+    assert (df["tokens_per_decode_iteration"] > 2).all()
+    # acceptance 0: the drafts are pure cost
+    never = rp.serve("deepseek-r1", "fp8", "h200", mtp_tokens=1, acceptance=0.0, **kw)
+    assert never.output_tokens_per_s < plain.output_tokens_per_s

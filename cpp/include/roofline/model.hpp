@@ -44,6 +44,9 @@ struct Architecture {
     // query/key head size qk_nope_head_dim + qk_rope_head_dim, and the cache keeps one latent of kv_lora_rank +
     // qk_rope_head_dim elements per token and layer, shared by all heads.
     double q_lora_rank = 0, kv_lora_rank = 0, qk_rope_dim = 0, v_head_dim = 0;
+    /// Multi-token-prediction modules after the main layers (DeepSeek-V3's num_nextn_predict_layers; 0: none).
+    int n_nextn_layer = 0;
+    bool mtp_module = false;  ///< this model is such a module (mtp_module): each layer starts with mtp_eh_proj
     double parameters_reported = 0;  ///< from the catalogue's source, 0 when unknown
 
     double q_dim() const { return n_head * head_dim; }
@@ -89,5 +92,13 @@ public:
     /// Σ elements of every weight tensor (a tied output head is the embedding, counted once).
     double parameters() const;
 };
+
+/// The multi-token-prediction module of a model with one (arch.n_nextn_layer > 0) as a model of its own, the draft
+/// of MTP speculative decoding (DeepSeek-V3 technical report §2.2; HF checkpoint layers num_hidden_layers ...):
+/// n_nextn_layer decoder layers like the main model's MoE layers, each first normalising the token's embedding and
+/// the previous depth's hidden state (mtp_e_norm, mtp_h_norm) and projecting their concatenation back to the hidden
+/// size (mtp_eh_proj, 2·hidden → hidden), with its own embedding and output head as the checkpoint stores them.
+/// InvalidArgument when the model has none.
+Model mtp_module(const Model& model);
 
 }  // namespace roofline

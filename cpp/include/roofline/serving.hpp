@@ -43,6 +43,11 @@ struct ServingConfig {
     double max_batch = 0;            ///< 0: the engine's (or its benchmark's tuning rule)
     double max_num_tokens = 0;       ///< 0: the engine's
     double gpu_memory_fraction = 0;  ///< 0: the engine's kv_memory_fraction
+    /// MTP speculative decoding: the model's multi-token-prediction module (mtp_module) drafts this many tokens
+    /// per decode iteration (0: none), each accepted with probability `acceptance`; the target verifies them and
+    /// the bonus token in one pass
+    double mtp_tokens = 0;
+    double acceptance = 0;
     /// The engine itself when it is not (or not as it is) in engine_db: a fit's trial parameters. Overrides `engine`.
     std::shared_ptr<const Engine> engine_object;
 };
@@ -72,6 +77,7 @@ struct ServingLoad {
     X(itl_s_lo, double, "s", "low end of itl_s's prediction interval")                                                  \
     X(itl_s_hi, double, "s", "high end of itl_s's prediction interval")                                                 \
     X(tpot_s, double, "s", "mean time per output token after the first: (e2e_s - ttft_s) / (gen_tokens - 1)")          \
+    X(tokens_per_decode_iteration, double, "", "tokens a decoding sequence gains per iteration: 1, or with MTP speculative decoding (1 - a^(k+1)) / (1 - a)") \
     X(e2e_s, double, "s", "mean request latency, first request byte to last token")                                    \
     X(running_batch, double, "", "sequences decoding together in the steady state, per scheduler (all micro-batches)")  \
     X(max_running_batch, double, "", "the most the scheduler can run: max_batch, the KV cache and the token budget")    \

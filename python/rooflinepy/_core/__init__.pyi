@@ -9,7 +9,7 @@ import numpy.typing
 import typing
 from . import calibration
 from . import ops
-__all__: list[str] = ['Architecture', 'CeilingTimes', 'DATA_DIR_VARIABLE', 'Deployment', 'Device', 'DeviceDB', 'Engine', 'EngineBackend', 'EngineFitResult', 'Estimate', 'EstimatePlan', 'FitReport', 'LinearKernel', 'Model', 'OpCost', 'Parallelism', 'RidgeShiftPoint', 'ServingEstimate', 'ServingPlan', 'Timing', 'attainable_flops', 'calibrate_efficiency', 'calibration', 'cheapest_deployments', 'cross_validate_engine', 'data_directory', 'dtypes', 'engine', 'engine_names', 'engine_parameter', 'estimate', 'estimate_fields', 'evaluate', 'fit_engine', 'format_info', 'format_names', 'ggml_types', 'is_serving_engine', 'kv_cache_bytes', 'kv_cache_bytes_read', 'kv_format_names', 'llama_mix_names', 'llama_mix_types', 'load_device', 'load_engine_directory', 'max_batch_for_latency', 'max_concurrency_for_latency', 'min_batch_for_throughput', 'ops', 'parse_device', 'parse_engine', 'parse_parallelism', 'phase_bound_names', 'predict_points', 'quant_names', 'read_gguf', 'ridge_shift', 'scaling_exponent', 'serving_fields', 'set_data_directory', 'speculative_tokens_per_cycle', 'static_batch_rates', 'sum_of_totals', 'summarize_validation', 'supported_model_types', 'sweep', 'sweep_code_columns', 'sweep_columns', 'sweep_points', 'tensor_formats', 'unknown_name_message', 'validate', 'weight_bytes']
+__all__: list[str] = ['Architecture', 'CeilingTimes', 'DATA_DIR_VARIABLE', 'Deployment', 'Device', 'DeviceDB', 'Engine', 'EngineBackend', 'EngineFitResult', 'Estimate', 'EstimatePlan', 'FitReport', 'LinearKernel', 'Model', 'OpCost', 'Parallelism', 'RidgeShiftPoint', 'ServingEstimate', 'ServingPlan', 'Timing', 'attainable_flops', 'calibrate_efficiency', 'calibration', 'cheapest_deployments', 'cross_validate_engine', 'data_directory', 'dtypes', 'engine', 'engine_names', 'engine_parameter', 'estimate', 'estimate_fields', 'evaluate', 'fit_engine', 'format_info', 'format_names', 'ggml_types', 'is_serving_engine', 'kv_cache_bytes', 'kv_cache_bytes_read', 'kv_format_names', 'llama_mix_names', 'llama_mix_types', 'load_device', 'load_engine_directory', 'max_batch_for_latency', 'max_concurrency_for_latency', 'min_batch_for_throughput', 'mtp_module', 'ops', 'parse_device', 'parse_engine', 'parse_parallelism', 'phase_bound_names', 'predict_points', 'quant_names', 'read_gguf', 'ridge_shift', 'scaling_exponent', 'serving_fields', 'set_data_directory', 'speculative_tokens_per_cycle', 'static_batch_rates', 'sum_of_totals', 'summarize_validation', 'supported_model_types', 'sweep', 'sweep_code_columns', 'sweep_columns', 'sweep_points', 'tensor_formats', 'unknown_name_message', 'validate', 'weight_bytes']
 class OpCost:
     """
     FLOPs by unit and format, bytes read and written per memory level, and kernel launches of one op
@@ -342,6 +342,9 @@ class Architecture:
         ...
     @property
     def n_layer(self) -> int:
+        ...
+    @property
+    def n_nextn_layer(self) -> int:
         ...
     @property
     def name(self) -> str:
@@ -1170,6 +1173,11 @@ class ServingEstimate:
         the load exceeds what the deployment serves: the queue grows []
         """
     @property
+    def tokens_per_decode_iteration(self) -> float:
+        """
+        tokens a decoding sequence gains per iteration: 1, or with MTP speculative decoding (1 - a^(k+1)) / (1 - a) []
+        """
+    @property
     def tpot_s(self) -> float:
         """
         mean time per output token after the first: (e2e_s - ttft_s) / (gen_tokens - 1) [s]
@@ -1193,7 +1201,7 @@ class ServingPlan:
     """
     A deployment built once, evaluated under any load
     """
-    def __init__(self, model: Model, device: Device, quant: str, engine: str = 'vllm', kv_dtype: str = '', parallel: Parallelism = ..., max_batch: typing.SupportsFloat | typing.SupportsIndex = 0.0, max_num_tokens: typing.SupportsFloat | typing.SupportsIndex = 0.0, gpu_memory_fraction: typing.SupportsFloat | typing.SupportsIndex = 0.0, engine_object: Engine = None) -> None:
+    def __init__(self, model: Model, device: Device, quant: str, engine: str = 'vllm', kv_dtype: str = '', parallel: Parallelism = ..., max_batch: typing.SupportsFloat | typing.SupportsIndex = 0.0, max_num_tokens: typing.SupportsFloat | typing.SupportsIndex = 0.0, gpu_memory_fraction: typing.SupportsFloat | typing.SupportsIndex = 0.0, engine_object: Engine = None, mtp_tokens: typing.SupportsFloat | typing.SupportsIndex = 0.0, acceptance: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> None:
         ...
     def estimate(self, prompt_tokens: typing.SupportsFloat | typing.SupportsIndex, gen_tokens: typing.SupportsFloat | typing.SupportsIndex, concurrency: typing.SupportsFloat | typing.SupportsIndex = 0.0, request_rate: typing.SupportsFloat | typing.SupportsIndex = 0.0, num_requests: typing.SupportsFloat | typing.SupportsIndex = 0.0, breakdown: bool = True) -> ServingEstimate:
         ...
@@ -1335,6 +1343,10 @@ def max_concurrency_for_latency(plan: ServingPlan, prompt_tokens: typing.Support
 def min_batch_for_throughput(plan: EstimatePlan, prompt_tokens: typing.SupportsFloat | typing.SupportsIndex, gen_tokens: typing.SupportsFloat | typing.SupportsIndex, tokens_per_s: typing.SupportsFloat | typing.SupportsIndex, tpot_s: typing.SupportsFloat | typing.SupportsIndex = 0.0, ttft_s: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> dict:
     """
     The smallest batch whose aggregate decode tokens/s reaches the target within the latency targets, by bisection
+    """
+def mtp_module(model: Model) -> Model:
+    """
+    The model's multi-token-prediction module as a model of its own (the draft of MTP speculative decoding)
     """
 def parse_device(json_text: str, origin: str = '<string>') -> Device:
     """
