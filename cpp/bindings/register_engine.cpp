@@ -30,6 +30,7 @@ void register_engine(py::module_& m) {
         .def_readonly("activation_format", &EngineBackend::activation_format)
         .def_readonly("linear_kernels", &EngineBackend::linear_kernels)
         .def_readonly("fused_qkv", &EngineBackend::fused_qkv)
+        .def_readonly("attention_format", &EngineBackend::attention_format)
         .def_readonly("logits_last_token_only", &EngineBackend::logits_last_token_only)
         .def_readonly("runtime_overhead_bytes", &EngineBackend::runtime_overhead_bytes)
         .def_property_readonly("all_reduce", [](const EngineBackend& b) { return std::string(all_reduce_name(b.all_reduce)); })

@@ -199,7 +199,8 @@ bool is_serving_key(const std::string& key) {
 const std::vector<std::string>& backend_keys() {
     static const std::vector<std::string> keys = [] {
         std::vector<std::string> k = {
-            "kernel_fixed_cost_scale", "activation_format", "linear_kernels", "fused_qkv", "logits_last_token_only",
+            "kernel_fixed_cost_scale", "activation_format", "attention_format", "linear_kernels", "fused_qkv",
+            "logits_last_token_only",
             "runtime_overhead_GB", "all_reduce", "collective_step_latency_us", "vocab_parallel", "bandwidth_fraction",
             "op_kernels", "prefill_ubatch_tokens", "flash_attention_version", "decode_attention_per_query_head",
             "attention_score_bytes",
@@ -219,6 +220,10 @@ void apply_backend(EngineBackend& b, JsonObject o, const nlohmann::json& raw) {
     if (o.has("activation_format")) {
         static const std::vector<std::string> formats = {"fp32", "fp16", "bf16"};
         b.activation_format = text_value(o, "activation_format", b, &formats);
+    }
+    if (o.has("attention_format")) {
+        static const std::vector<std::string> formats = {"activation", "fp32", "fp16", "bf16"};
+        b.attention_format = text_value(o, "attention_format", b, &formats);
     }
     if (o.has("linear_kernels")) {
         JsonObject lk = o.object("linear_kernels");
@@ -507,6 +512,7 @@ std::string Engine::to_json(int indent) const {
         nlohmann::ordered_json x;
         x["kernel_fixed_cost_scale"] = prop(b, "kernel_fixed_cost_scale", b.kernel_fixed_cost_scale);
         x["activation_format"] = prop(b, "activation_format", b.activation_format);
+        x["attention_format"] = prop(b, "attention_format", b.attention_format);
         nlohmann::ordered_json ks = nlohmann::ordered_json::array();
         for (const auto& k : b.linear_kernels) {
             nlohmann::ordered_json kj{{"name", k.name}, {"weights", k.weights}};

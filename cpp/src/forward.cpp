@@ -444,6 +444,7 @@ double linear_utilization(const OpSlot& s, const PhaseOptions& options, double r
 PhaseOptions phase_options(const EngineBackend& e, std::string_view engine_id, const Format& kv, bool flash, int tp) {
     PhaseOptions o;
     o.activation = parse_format(e.activation_format);
+    if (e.attention_format != "activation") o.attention_matmul = parse_format(e.attention_format).compute;
     o.kv = kv;
     o.attention = flash ? ops::AttentionKind::flash : ops::AttentionKind::standard;
     o.logits_last_token_only = e.logits_last_token_only;
@@ -515,7 +516,7 @@ OpCost slot_cost(const OpSlot& s, const PhaseOptions& options, double batch, dou
                 // format, once per KV head
                 ops::AttentionShape shape{batch, s.heads, tokens, kv_len, s.head_dim, true, s.kv_heads};
                 op = ops::attention(shape, act, options.attention, false, options.flash, &options.kv,
-                                    options.attention_score_bytes);
+                                    options.attention_score_bytes, options.attention_matmul ? &*options.attention_matmul : nullptr);
             }
             break;
         }

@@ -51,6 +51,8 @@ class EngineBackend:
     kernel_fixed_cost_scale: CoreAttribute[float] = CoreAttribute("× the device's launch overhead per kernel")
     activation_format: CoreAttribute[str] = CoreAttribute("number format of the activations")
     fused_qkv: CoreAttribute[bool] = CoreAttribute("Q, K and V projections in one GEMM")
+    attention_format: CoreAttribute[str] = CoreAttribute(
+        "format of attention's matrix products ('activation': the activation format)")
     logits_last_token_only: CoreAttribute[bool] = CoreAttribute("prefill computes the logits of the last token only")
     runtime_overhead_bytes: CoreAttribute[float] = CoreAttribute("the runtime's own memory [B]")
     all_reduce: CoreAttribute[str] = CoreAttribute("tensor-parallel all-reduce algorithm ('ring', 'one-shot' ...)")

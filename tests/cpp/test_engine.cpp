@@ -35,6 +35,7 @@ const char* const kTinyEngine = R"({
     "any": {
       "kernel_fixed_cost_scale": {"value": 2.0, "source": "made up"},
       "activation_format": {"value": "bf16", "source": "made up"},
+      "attention_format": {"value": "activation", "source": "made up"},
       "linear_kernels": {"value": [
         {"name": "gemv", "weights": ["*"], "max_rows": 8, "unit": "vector", "compute": "activation", "source": "made up"},
         {"name": "gemm", "weights": ["*"], "unit": "matrix", "compute": "activation", "tile_m": 128, "tile_n": 64, "source": "made up"}
@@ -65,6 +66,7 @@ const char* const kFullEngine = R"({
     "any": {
       "kernel_fixed_cost_scale": {"value": 1.5, "source": "s1"},
       "activation_format": {"value": "fp32", "source": "s2"},
+      "attention_format": {"value": "activation", "source": "made up"},
       "linear_kernels": {"value": [
         {"name": "gemv", "weights": ["quantized", "f16"], "max_rows": 4, "unit": "vector", "compute": "fp32", "source": "k1"},
         {"name": "gemm", "weights": ["*"], "unit": "matrix", "compute": "activation", "tile_m": 64, "tile_n": 32,
@@ -92,7 +94,7 @@ const char* const kFullEngine = R"({
 })";
 
 // The properties every resolved backend holds, by their engine_db keys.
-const std::vector<std::string> kProperties = {"kernel_fixed_cost_scale", "activation_format", "fused_qkv",
+const std::vector<std::string> kProperties = {"kernel_fixed_cost_scale", "activation_format", "attention_format", "fused_qkv",
                                               "logits_last_token_only",  "runtime_overhead_GB", "all_reduce",
                                               "collective_step_latency_us", "vocab_parallel", "bandwidth_fraction",
                                               "op_kernels", "prefill_ubatch_tokens", "flash_attention_version",
@@ -130,6 +132,7 @@ void check_same_backend(const EngineBackend& a, const EngineBackend& b) {
     CHECK(a.prefill_ubatch_tokens == b.prefill_ubatch_tokens);
     CHECK(a.flash_attention_version == b.flash_attention_version);
     CHECK(a.decode_attention_per_query_head == b.decode_attention_per_query_head);
+    CHECK(a.attention_format == b.attention_format);
     CHECK(a.attention_score_bytes == b.attention_score_bytes);
     CHECK(a.interval.coverage == b.interval.coverage);
     CHECK(a.interval.decode_lo == b.interval.decode_lo);

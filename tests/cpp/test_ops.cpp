@@ -170,6 +170,21 @@ TEST_CASE("standard attention: an engine's bytes per score element replace the f
     CHECK_THROWS_AS(attention(s, f32, AttentionKind::standard, false, {}, nullptr, -1), InvalidArgument);
 }
 
+TEST_CASE("attention's matrix products in another format than the activations: the softmax stays") {
+    const Format f32 = format_of(DType::fp32);
+    const DType f16 = DType::fp16;
+    const AttentionShape s{1, 32, 512, 4096, 128, true, 8};
+    for (AttentionKind kind : {AttentionKind::standard, AttentionKind::flash}) {
+        CAPTURE(attention_kind_name(kind));
+        const FlashTiles tiles{228 * 1024.0, 50e6, 132, 2};
+        const OpCost plain = attention(s, f32, kind, false, tiles), tc = attention(s, f32, kind, false, tiles, nullptr, 0, &f16);
+        CHECK(tc.flops(Unit::matrix, DType::fp16) == doctest::Approx(plain.flops(Unit::matrix, DType::fp32)));
+        CHECK(tc.flops(Unit::matrix, DType::fp32) == 0);
+        CHECK(tc.flops(Unit::vector, DType::fp32) == doctest::Approx(plain.flops(Unit::vector, DType::fp32)));
+        CHECK(tc.bytes(Level::dram) == doctest::Approx(plain.bytes(Level::dram)));
+    }
+}
+
 TEST_CASE("decode attention per query head: DRAM once per KV head, L2 and dequantization once per query head") {
     const Format f16 = format_of(DType::fp16), q8 = parse_format("q8_0");
     for (const Format& kv : {f16, q8}) {

@@ -288,6 +288,25 @@ TEST_CASE("a prompt runs in micro-batches after the cached context: the plan is 
     CHECK_THROWS_AS(EstimatePlan(m, h, PlanConfig("Q4_K_M", "f16", true, "llama.cpp", 1, -5)), InvalidArgument);
 }
 
+TEST_CASE("llama.cpp CUDA multiplies attention on fp16 tensor cores: a prompt at depth is not bound by fp32 lanes") {
+    const auto& db = roofline::test::hardware_db();
+    const Device& a100 = db.get("a100-sxm-80gb");
+    const Model m = catalog("llama-2-7b");
+    const EstimatePlan plan(m, a100, PlanConfig("Q4_0", "f16", true, "llama.cpp-cuda"));
+    std::vector<BreakdownRow> rows;
+    const EstimateRow deep = plan.evaluate(1, 512, 0, 16384, &rows);
+    bool seen = false;
+    for (const BreakdownRow& r : rows)
+        if (r.op == "attention" && r.phase == "prefill") {
+            seen = true;
+            CHECK(r.flops / r.seconds > 19.5e12);  // faster than the A100's fp32 lanes could ever run it
+        }
+    CHECK(seen);
+    // 16k tokens of context cost the 512-token prompt less than 2x its time without (the attention FLOPs at the
+    // fp32 vector rate made it 4x)
+    CHECK(deep.prefill_s < 2 * plan.evaluate(1, 512, 0, 0, nullptr).prefill_s);
+}
+
 TEST_CASE("a decode kernel with a thread block per query head slows GQA decode at long contexts, not MHA decode") {
     const auto& db = roofline::test::hardware_db();
     const Device& a100 = db.get("a100-sxm-80gb");  // L2 bandwidth measured (gpu-benches)

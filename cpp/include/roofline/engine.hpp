@@ -105,6 +105,9 @@ struct EngineBackend {
     std::string backend = "any";             ///< "any", "cuda", "rocm", "metal", "vulkan", "cpu"
     double kernel_fixed_cost_scale = 1.0;    ///< × the device's fixed cost per kernel
     std::string activation_format = "fp16";  ///< activations between ops
+    /// The format attention's matrix products (Q·Kᵀ, P·V) run in on matrix units, when not the activations':
+    /// "activation" (the activation format) or fp32 / fp16 / bf16. Softmax stays in the activation format.
+    std::string attention_format = "activation";
     std::vector<LinearKernel> linear_kernels;
     bool fused_qkv = false;                  ///< Q, K and V projections as one GEMM when they share a format
     bool logits_last_token_only = true;      ///< prefill runs the output head for the last token only

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,7 @@ struct PhaseOp {
 /// What the engine, the configuration and the device decide of a forward pass.
 struct PhaseOptions {
     Format activation = format_of(DType::fp16);  ///< activations between ops
+    std::optional<DType> attention_matmul;       ///< EngineBackend::attention_format, when not the activations'
     Format kv = format_of(DType::fp16);          ///< KV cache
     ops::AttentionKind attention = ops::AttentionKind::standard;
     ops::FlashTiles flash;                       ///< flash attention's on-chip tiles (ops::flash_tiles)

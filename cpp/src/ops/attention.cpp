@@ -57,7 +57,7 @@ FlashTiles flash_tiles(const Device& device, int version) {
 }
 
 OpCost attention(const AttentionShape& s, const Format& fmt, AttentionKind kind, bool backward, const FlashTiles& tiles,
-                 const Format* kv_format, double score_bytes) {
+                 const Format* kv_format, double score_bytes, const DType* matmul) {
     check_shape(s);
     check_size("attention score_bytes", score_bytes);
     const double N = s.seq_q, M = s.seq_kv, d = s.head_dim, e = fmt.bytes_per_element();
@@ -65,19 +65,19 @@ OpCost attention(const AttentionShape& s, const Format& fmt, AttentionKind kind,
     const Format& kv = kv_format ? *kv_format : fmt;
     const double kv_heads = s.kv_heads > 0 ? s.kv_heads : s.heads;
     const double KV = kv_bytes(s.batch, M, kv_heads, d, kv);  // K and V of the M positions, once per KV head
-    const DType cf = fmt.compute;
+    const DType cf = fmt.compute, cm = matmul ? *matmul : fmt.compute;  // vector, matrix work
     OpCost op;
     op.name = std::string(attention_kind_name(kind)) + "_attention" + (backward ? "_fwd_bwd" : "");
 
     if (kind == AttentionKind::standard) {
         // forward; S and P: written and read once each in fmt, unless the engine's kernels say otherwise
         const double per_score = score_bytes > 0 ? score_bytes : 4 * e;
-        op.add_flops(Unit::matrix, cf, bh * 4.0 * N * M * d);
+        op.add_flops(Unit::matrix, cm, bh * 4.0 * N * M * d);
         op.add_flops(Unit::vector, cf, bh * softmax_flops(N, M));
         op.add_dram(bh * (e * N * d + per_score / 2 * N * M) + KV, bh * (per_score / 2 * N * M + e * N * d));
         op.launches = 3;
         if (backward) {  // reads K and V again, writes dK and dV (per KV head, in K and V's format)
-            op.add_flops(Unit::matrix, cf, bh * 8.0 * N * M * d);
+            op.add_flops(Unit::matrix, cm, bh * 8.0 * N * M * d);
             op.add_flops(Unit::vector, cf, bh * (2.0 * N * M + 2.0 * N * d));
             op.add_dram(bh * e * (5 * N * M + 5 * N * d) + KV, bh * e * (2 * N * M + N * d) + KV);
             op.launches += 5;
@@ -103,14 +103,14 @@ OpCost attention(const AttentionShape& s, const Format& fmt, AttentionKind kind,
     const double Tr = N > 0 ? std::ceil(N / Br) : 0.0;
     const double units = std::max(1.0, tiles.units);
     constexpr double kStat = 4.0;  // m and l are kept in fp32
-    op.add_flops(Unit::matrix, cf, bh * 4.0 * N * M * d * f);
+    op.add_flops(Unit::matrix, cm, bh * 4.0 * N * M * d * f);
     op.add_flops(Unit::vector, cf, bh * (softmax_flops(N, M) * f + 2.0 * N * d * Tc));
     // compulsory traffic
     double read = bh * e * N * d + KV;
     double written = bh * (e * N * d + (backward ? kStat * 2 * N : 0.0));
     double tiles_bytes = bh * e * 2 * N * M * f;  // S and P tiles, written and read once each, in SRAM
     if (backward) {
-        op.add_flops(Unit::matrix, cf, bh * 10.0 * N * M * d * f);
+        op.add_flops(Unit::matrix, cm, bh * 10.0 * N * M * d * f);
         op.add_flops(Unit::vector, cf, bh * (softmax_flops(N, M) * f + 2.0 * N * M * f + 2.0 * N * d * Tc));
         read += bh * (e * 3 * N * d + kStat * 2 * N) + KV;  // Q, O, dO, the statistics; K, V
         written += bh * e * N * d + KV;                     // dQ; dK, dV

@@ -463,6 +463,9 @@ class EngineBackend:
     def all_reduce(self) -> str:
         ...
     @property
+    def attention_format(self) -> str:
+        ...
+    @property
     def backend(self) -> str:
         ...
     @property

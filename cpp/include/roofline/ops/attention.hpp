@@ -74,9 +74,12 @@ double causal_fraction(const AttentionShape& s);
 ///   ceil(units / Tr) KV heads. Backward keeps a K/V block resident and streams Q, dO; dQ is accumulated in fp32
 ///   across the K/V blocks (read and written once per further block: 4Nd·f·(Tc − 1) each way) — working set dQ
 ///   of ceil(units / Tc) heads.
-/// Matrix products run on matrix units in fmt's compute format, softmax and elementwise work on vector units.
+/// Matrix products run on matrix units in fmt's compute format (or `matmul`, when given: an engine whose kernels
+/// convert Q, K, V to fp16 for tensor cores while activations are fp32), softmax and elementwise work on vector
+/// units in fmt's.
 OpCost attention(const AttentionShape& shape, const Format& fmt, AttentionKind kind, bool backward = false,
-                 const FlashTiles& tiles = {}, const Format* kv = nullptr, double score_bytes = 0);
+                 const FlashTiles& tiles = {}, const Format* kv = nullptr, double score_bytes = 0,
+                 const DType* matmul = nullptr);
 
 /// One new query token per sequence attending a KV cache of `context` tokens (including itself).
 /// Per sequence: read K and V of the cache (kv_bytes: 2·context·kv_heads·d in kv's format; grouped query heads
