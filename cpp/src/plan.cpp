@@ -919,9 +919,16 @@ double EstimatePlan::Impl::max_context(double batch) const {
     return lo;
 }
 
+namespace {
+// The decode step compute_bound_batch looks at: the generation's mean context.
+double mean_decode_context(double prompt, double gen, double context) {
+    return std::max(1.0, std::floor(context + prompt + (gen + 1) / 2));
+}
+}  // namespace
+
 double EstimatePlan::Impl::compute_bound_batch(double prompt, double gen, double context) const {
     // a decode step at the mean context, ideal roofline: compute-bound when Σ compute >= Σ DRAM time
-    const double mid = std::max(1.0, std::floor(context + prompt + (gen + 1) / 2));
+    const double mid = mean_decode_context(prompt, gen, context);
     double per_seq = 0;  // attention, per sequence at this context
     for (const auto& [w, a0, a1] : cb_attention) per_seq += a0 + (w > 0 ? std::min(mid, w) : mid) * a1;
     auto compute_bound = [&](double b) {
@@ -1002,18 +1009,47 @@ double EstimatePlan::Impl::weights_read_per_step(double batch) const {
     return b;
 }
 
-PrefillChunks EstimatePlan::Impl::cached_prefill_attention(double prompt, double past) const {
+std::shared_ptr<const PrefillChunks> EstimatePlan::Impl::cached_prefill_attention(double prompt, double past) const {
     AttentionCache& c = *attention_cache;
     {
         const std::lock_guard<std::mutex> lock(c.mutex);
-        for (const PrefillChunks& x : c.chunks)
-            if (x.prompt == prompt && x.past == past) return x;
+        for (const auto& x : c.chunks)
+            if (x && x->prompt == prompt && x->past == past) return x;
     }
-    PrefillChunks a = prefill_attention(prompt, past);
+    auto a = std::make_shared<const PrefillChunks>(prefill_attention(prompt, past));
     const std::lock_guard<std::mutex> lock(c.mutex);
     c.chunks[c.next] = a;
     c.next = (c.next + 1) % c.chunks.size();
     return a;
+}
+
+double EstimatePlan::Impl::cached_compute_bound_batch(double prompt, double gen, double context) const {
+    AttentionCache& c = *attention_cache;
+    const double mid = mean_decode_context(prompt, gen, context);  // all it depends on
+    {
+        const std::lock_guard<std::mutex> lock(c.mutex);
+        for (const auto& x : c.compute_bound)
+            if (x[0] == mid) return x[1];
+    }
+    const double v = compute_bound_batch(prompt, gen, context);
+    const std::lock_guard<std::mutex> lock(c.mutex);
+    c.compute_bound[c.next_compute_bound] = {mid, v};
+    c.next_compute_bound = (c.next_compute_bound + 1) % c.compute_bound.size();
+    return v;
+}
+
+double EstimatePlan::Impl::cached_max_context(double batch) const {
+    AttentionCache& c = *attention_cache;
+    {
+        const std::lock_guard<std::mutex> lock(c.mutex);
+        for (const auto& x : c.max_context)
+            if (x[0] == batch && batch > 0) return x[1];
+    }
+    const double v = max_context(batch);
+    const std::lock_guard<std::mutex> lock(c.mutex);
+    c.max_context[c.next_max_context] = {batch, v};
+    c.next_max_context = (c.next_max_context + 1) % c.max_context.size();
+    return v;
 }
 
 EstimateRow EstimatePlan::evaluate(double batch, double prompt, double gen, std::vector<BreakdownRow>* breakdown) const {
@@ -1025,9 +1061,9 @@ EstimateRow EstimatePlan::evaluate(double batch, double prompt, double gen, doub
     check_point(batch, prompt, gen, context);
     const Impl& p = *impl_;
     PhaseSums pre, dec;
-    if (prompt > 0) pre = p.prefill(batch, p.cached_prefill_attention(prompt, context), breakdown);
+    if (prompt > 0) pre = p.prefill(batch, *p.cached_prefill_attention(prompt, context), breakdown);
     if (gen > 0) dec = p.decode(batch, context + prompt, gen, p.decode_step(batch), breakdown);
-    return p.assemble(batch, prompt, gen, context, pre, dec, p.max_context(batch), p.compute_bound_batch(prompt, gen, context),
+    return p.assemble(batch, prompt, gen, context, pre, dec, p.cached_max_context(batch), p.cached_compute_bound_batch(prompt, gen, context),
                       p.max_batch(prompt, gen, context));
 }
 

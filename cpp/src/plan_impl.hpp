@@ -264,13 +264,21 @@ struct EstimatePlan::Impl {
                         std::vector<BreakdownRow>* breakdown, const char* phase, SlotParts parts = SlotParts::all) const;
 
     // evaluate()'s last few prefill_attention results (a pure function of the prompt: sharing it changes no bit)
+    // The last few prompts' micro-batch attention and batches' max_context, shared by the calls of one plan (pure
+    // functions of their arguments: sharing them changes no value; a hit copies a pointer, not the chunks).
     struct AttentionCache {
         std::mutex mutex;
-        std::array<PrefillChunks, 4> chunks;
+        std::array<std::shared_ptr<const PrefillChunks>, 4> chunks;
         std::size_t next = 0;
+        std::array<std::array<double, 2>, 8> max_context{};  // (batch, max_context); batch 0: empty
+        std::size_t next_max_context = 0;
+        std::array<std::array<double, 2>, 8> compute_bound{};  // (mean decode context, batch); context 0: empty
+        std::size_t next_compute_bound = 0;
     };
     std::unique_ptr<AttentionCache> attention_cache = std::make_unique<AttentionCache>();
-    PrefillChunks cached_prefill_attention(double prompt, double past) const;
+    std::shared_ptr<const PrefillChunks> cached_prefill_attention(double prompt, double past) const;
+    double cached_max_context(double batch) const;
+    double cached_compute_bound_batch(double prompt, double gen, double context) const;
 };
 
 }  // namespace roofline

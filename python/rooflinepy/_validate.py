@@ -22,6 +22,9 @@ def flag(value: Any, name: str, where: str, *, ints: bool = False) -> bool:
 
 def number(value: Any, name: str, where: str, *, allow_none: bool = False) -> Optional[float]:
     """A real number (int, float, numpy's); the core checks its range. None only where allowed."""
+    t = type(value)
+    if t is float or t is int:  # the common case, without the ABC check below (bool is neither)
+        return float(value)
     if value is None and allow_none:
         return None
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
