@@ -135,7 +135,7 @@ void register_serving(py::module_& m) {
              py::arg("model"), py::arg("device"), py::arg("quant"), py::arg("engine") = "vllm", py::arg("kv_dtype") = "",
              py::arg("parallel") = Parallelism{}, py::arg("max_batch") = 0.0, py::arg("max_num_tokens") = 0.0,
              py::arg("gpu_memory_fraction") = 0.0, py::arg("engine_object") = nullptr, py::arg("mtp_tokens") = 0.0,
-             py::arg("acceptance") = 0.0)
+             py::arg("acceptance") = std::numeric_limits<double>::quiet_NaN())
         .def(
             "estimate",
             [](const ServingPlan& p, double prompt_tokens, double gen_tokens, double concurrency, double request_rate,

@@ -806,6 +806,16 @@ PhaseSums EstimatePlan::Impl::step(double token_rows, double sequence_rows, cons
     return acc.p;
 }
 
+PhaseSums EstimatePlan::Impl::verify_attention(double batch, double context, double queries) const {
+    Acc acc;
+    for (std::size_t i : attention) {
+        OpSlot op = *slots[i].op;
+        op.heads *= queries;
+        acc.add(op.count, times_of(slot_cost(op, options, batch, 1, context - 1), *device), 1);
+    }
+    return acc.p;
+}
+
 PhaseSums EstimatePlan::Impl::decode_attention(double batch, double context, std::vector<BreakdownRow>* breakdown,
                                                const char* phase) const {
     return sum_slots(batch, 1, context - 1, nullptr, breakdown, phase, SlotParts::attention_only);

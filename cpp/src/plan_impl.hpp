@@ -240,6 +240,10 @@ struct EstimatePlan::Impl {
     PhaseSums step(double token_rows, double sequence_rows, const ExpertSplit* experts = nullptr,
                    std::vector<BreakdownRow>* breakdown = nullptr, const char* phase = "") const;
     /// Decode attention of `batch` sequences at `context` tokens each (one step).
+    /// Attention of `batch` sequences each verifying `queries` tokens at `context` (speculative decoding): the
+    /// decode kernels take a sequence's few query tokens in one pass over its cache, as more query heads sharing
+    /// the KV heads (FlashMLA, FlashInfer), so the cache is read once and the FLOPs are `queries` times a token's.
+    PhaseSums verify_attention(double batch, double context, double queries) const;
     PhaseSums decode_attention(double batch, double context, std::vector<BreakdownRow>* breakdown = nullptr,
                                const char* phase = "") const;
     /// Decode attention of `batch` sequences over the steps at contexts c0 ... c1 (closed form).

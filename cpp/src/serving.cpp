@@ -219,12 +219,19 @@ ServingPlan::ServingPlan(const Model& model, const Device& device, const Serving
     if (c.mtp_tokens != std::floor(c.mtp_tokens) || c.mtp_tokens > 16)
         throw InvalidArgument("mtp_tokens must be a whole number within [0, 16] (0: no speculative decoding), got " +
                               std::to_string(c.mtp_tokens));
-    if (!(c.acceptance >= 0 && c.acceptance <= 1))
-        throw InvalidArgument("acceptance must be within [0, 1] (the probability that a drafted token is accepted), got " +
-                              std::to_string(c.acceptance));
-    if (c.mtp_tokens == 0 && c.acceptance > 0)
+    const bool accepted_given = !std::isnan(c.acceptance);
+    if (c.mtp_tokens > 0 && !accepted_given)
+        throw InvalidArgument("mtp_tokens " + std::to_string(static_cast<int>(c.mtp_tokens)) + " needs acceptance, the "
+                              "probability within [0, 1] that a drafted token is accepted");
+    if (c.mtp_tokens == 0 && accepted_given)
         throw InvalidArgument("acceptance " + std::to_string(c.acceptance) + " given without mtp_tokens: give the tokens the MTP "
                               "module drafts per iteration (mtp_tokens >= 1)");
+    if (accepted_given && !(c.acceptance >= 0 && c.acceptance <= 1))
+        throw InvalidArgument("acceptance must be within [0, 1] (the probability that a drafted token is accepted), got " +
+                              std::to_string(c.acceptance));
+    if (c.mtp_tokens > 0 && model.arch.n_nextn_layer > 1)
+        throw InvalidArgument("model '" + model.arch.id + "' has " + std::to_string(model.arch.n_nextn_layer) +
+                              " MTP layers; MTP speculative decoding is modelled for one (each draft step through it)");
     if (c.mtp_tokens > 0 && par.pipeline > 1)
         throw InvalidArgument("MTP speculative decoding with pipeline_parallel " + std::to_string(par.pipeline) +
                               " is not modelled: use tensor, expert or attention data parallelism");
@@ -315,7 +322,7 @@ public:
         : s_(s), policy_(policy), p_(*s.p), isl_(l.prompt_tokens), osl_(l.gen_tokens) {
         // decode iterations per request: gen_tokens - 1 tokens after the first, s.gain per iteration (MTP: the
         // accepted drafts and the verifier's own token)
-        n_ = (osl_ - 1) / s.gain;
+        n_ = osl_ > 1 ? std::max(1.0, (osl_ - 1) / s.gain) : 0.0;  // at least one iteration after the first token
         tok_ = 1 + s.draft;      // tokens a decoding sequence puts through the target per iteration
         ctx_ = isl_ + osl_ / 2;  // mean context of a decoding sequence (staggered)
     }
@@ -373,12 +380,12 @@ public:
     // The MTP module's dispatch and combine over its MoE layers, per drafted token of b sequences.
     double draft_all_to_all_s(double b) const { return s_.draft * all_to_all_s(b, s_.mtp_moe_layers); }
 
-    // Attention of b decoding sequences at context ctx. With MTP each sequence verifies tok_ tokens, and the
-    // engines' decode kernels (FlashMLA, FlashInfer, FlashAttention with a few query tokens) read its cache once for
-    // all of them: timed as one token's decode attention, the cache read bounding it (the other queries' FLOPs,
-    // tok_ - 1 times a decode token's, are taken as hidden under that read; not counted).
+    // Attention of b decoding sequences at context ctx: one token each, or with MTP tok_ tokens each, which the
+    // engines' decode kernels (FlashMLA, FlashInfer) take in one pass over the sequence's cache (the cache read once,
+    // the FLOPs tok_ times a token's: EstimatePlan::Impl::verify_attention).
     PhaseSums verify_attention(double b, double ctx, std::vector<BreakdownRow>* breakdown) const {
-        return p_.decode_attention(b, ctx, breakdown, "decode iteration");
+        const PhaseSums one = p_.decode_attention(b, ctx, breakdown, "decode iteration");
+        return tok_ > 1 ? p_.verify_attention(b, ctx, tok_) : one;
     }
     // The MTP module's drafting of an iteration: s.draft steps of b sequences, one token each, over its own cache.
     PhaseSums drafts(double b, double ctx, std::vector<BreakdownRow>* breakdown) const {
@@ -446,7 +453,7 @@ public:
         PhaseSums dec = sd;
         add_sums(dec, 1, ad);
         add_sums(dec, 1, dd);
-        const bool graph = rows <= policy_.cuda_graph_max_batch;
+        const bool graph = b <= policy_.cuda_graph_max_batch;  // graphs captured per batch of sequences
         it.t_decode = b > 0 ? host_bound(dec, dec.seconds, graph) + all_to_all_s(rows) + draft_all_to_all_s(b) + send_recv_s(rows) : 0;
         it.ideal_decode = b > 0 ? dec.ideal_seconds : 0;
         it.decode_bound = b > 0 ? phase_bound(dec.derated) : PhaseBound::absent;
@@ -460,6 +467,10 @@ public:
             if (decodes > 0) {
                 add_sums(mix, 1, ad);
                 add_sums(mix, 1, dd);
+            }
+            if (s_.q) {  // the MTP module runs over the chunk's tokens too, filling its own cache (its attention not counted)
+                Impl_ExpertSplit eq = split_of(*s_.q, it.chunk);
+                add_sums(mix, 1, s_.q->step(it.chunk, 1, &eq, breakdown, "mixed iteration"));
             }
             add_sums(mix, it.chunk / isl_, prompt_attention(it.chunk));  // the chunk's share of a prompt's attention
             it.t_mixed = host_bound(mix, mix.seconds, false) + all_to_all_s(mixed_rows) +

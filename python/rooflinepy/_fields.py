@@ -159,7 +159,7 @@ class ServingFields:
     ttft_s_hi: float
     """high end of ttft_s's prediction interval [s]"""
     itl_s: float
-    """mean inter-token latency: the mean iteration seen by a decoding sequence [s]"""
+    """mean inter-token latency: the mean iteration seen by a decoding sequence over the tokens it gains in one [s]"""
     itl_s_lo: float
     """low end of itl_s's prediction interval [s]"""
     itl_s_hi: float

@@ -136,13 +136,14 @@ def _parallelism(where: str, parallel: Optional[str], tensor_parallel: int, pipe
 
 
 def _plan(m: Model, dev: Device, quant: str, engine: str, kv_dtype: str, par: _core.Parallelism, max_batch: float,
-          max_num_tokens: float, fraction: float, mtp_tokens: float = 0.0, acceptance: float = 0.0) -> _core.ServingPlan:
+          max_num_tokens: float, fraction: float, mtp_tokens: float = 0.0,
+          acceptance: Optional[float] = None) -> _core.ServingPlan:
     key = (id(m._core), id(dev._core), quant, engine, kv_dtype, par.tensor, par.pipeline, par.expert,
            par.attention_data, max_batch, max_num_tokens, fraction, mtp_tokens, acceptance)
     hit = _PLANS.get(key)
     if hit is None:
         plan = _core.ServingPlan(m._core, dev._core, quant, engine, kv_dtype, par, max_batch, max_num_tokens, fraction,
-                                 None, mtp_tokens, acceptance)
+                                 None, mtp_tokens, math.nan if acceptance is None else acceptance)
         with _PLANS_LOCK:
             while len(_PLANS) >= _PLANS_MAX:
                 _PLANS.pop(next(iter(_PLANS)), None)
@@ -178,7 +179,7 @@ def _config(where: str, model: ModelLike, quant: str, device: DeviceLike, engine
         raise ValueError(f"{where}: acceptance={a!r} given without mtp_tokens (the tokens the MTP module drafts per "
                          f"iteration, 1-16)")
     return _plan(_lookup_model(model), _device(device), quant, engine, kv_dtype or "", par, float(mb), float(mt),
-                 0.0 if frac is None else float(frac), float(k), 0.0 if a is None else float(a))
+                 0.0 if frac is None else float(frac), float(k), a)
 
 
 def _load(where: str, prompt_tokens: int, gen_tokens: int, concurrency: Optional[int], request_rate: Optional[float],

@@ -2,6 +2,7 @@
 // under offline / concurrency / rate loads, the memory split over TP / PP / EP / attention DP, and load validation.
 #include <doctest/doctest.h>
 
+#include "../../cpp/src/plan_impl.hpp"  // EstimatePlan::Impl: the verification attention of a plan
 #include "roofline/errors.hpp"
 #include "roofline/serving.hpp"
 #include "test_helpers.hpp"
@@ -497,6 +498,7 @@ TEST_CASE("serving with MTP speculative decoding: tokens per iteration, latency,
     sure.mtp_tokens = likely.mtp_tokens = never.mtp_tokens = 1;
     sure.acceptance = 1;
     likely.acceptance = 0.85;
+    never.acceptance = 0;
     const ServingPlan all(r1, h200, sure), most(r1, h200, likely), none(r1, h200, never);
     const ServingLoad one = load(1000, 1000, 1);
     const ServingRow p = plain.evaluate(one), a = all.evaluate(one), m = most.evaluate(one), n = none.evaluate(one);
@@ -538,7 +540,32 @@ TEST_CASE("serving with MTP: bad settings throw InvalidArgument naming them") {
     CHECK(contains(with("deepseek-r1", 17, 0.8), "mtp_tokens must be a whole number within [0, 16]"));
     CHECK(contains(with("deepseek-r1", -1, 0.8), "mtp_tokens"));
     CHECK(contains(with("deepseek-r1", 1, 1.5), "acceptance must be within [0, 1]"));
-    CHECK(contains(with("deepseek-r1", 1, std::nan("")), "acceptance must be within [0, 1]"));
+    CHECK(contains(with("deepseek-r1", 1, std::nan("")), "mtp_tokens 1 needs acceptance"));  // NaN: not given
+    CHECK(contains(with("deepseek-r1", 1, -0.1), "acceptance must be within [0, 1]"));
     CHECK(contains(with("deepseek-r1", 0, 0.5), "without mtp_tokens"));
     CHECK(contains(with("deepseek-r1", 1, 0.8, "TP4,PP2"), "pipeline_parallel 2 is not modelled"));
+}
+
+TEST_CASE("serving with MTP: verification attention reads the cache once and computes per token") {
+    // attention data parallel: every rank holds all 128 heads, so MLA decode attention is near compute-bound and
+    // verifying 1 + k tokens costs FLOPs k + 1 times a token's
+    const Model& r1 = model("deepseek-r1");
+    const Device& h200 = dev("h200-sxm");
+    ServingConfig c = config("vllm", "fp8", "DEP8");
+    const ServingPlan plain(r1, h200, c);
+    c.mtp_tokens = 2;
+    c.acceptance = 0.85;
+    const ServingPlan mtp(r1, h200, c);
+    const EstimatePlan::Impl& p = plain.plan().impl();
+    const PhaseSums one = p.decode_attention(64, 8192), three = p.verify_attention(64, 8192, 3);
+    CHECK(three.flops == doctest::Approx(3 * one.flops).epsilon(1e-6));
+    CHECK(three.bytes < 1.5 * one.bytes);  // the cache once; q and o three times
+    CHECK(three.seconds > one.seconds);
+    // a long context: the iteration with two drafts costs more than a plain one, yet yields more tokens per second
+    const ServingRow a = plain.evaluate(load(8000, 1000, 64)), b = mtp.evaluate(load(8000, 1000, 64));
+    CHECK(b.decode_iteration_s > a.decode_iteration_s);
+    CHECK(b.tokens_per_decode_iteration == doctest::Approx((1 - 0.85 * 0.85 * 0.85) / (1 - 0.85)));
+    // one generated token after the first still takes a whole iteration
+    const ServingRow two = mtp.evaluate(load(1000, 2, 1));
+    CHECK(two.e2e_s - two.ttft_s == doctest::Approx(two.itl_s * two.tokens_per_decode_iteration).epsilon(1e-9));
 }

@@ -10,6 +10,7 @@
 #include "roofline/plan.hpp"
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -47,7 +48,7 @@ struct ServingConfig {
     /// per decode iteration (0: none), each accepted with probability `acceptance`; the target verifies them and
     /// the bonus token in one pass
     double mtp_tokens = 0;
-    double acceptance = 0;
+    double acceptance = std::numeric_limits<double>::quiet_NaN();  ///< NaN: not given (needed with mtp_tokens)
     /// The engine itself when it is not (or not as it is) in engine_db: a fit's trial parameters. Overrides `engine`.
     std::shared_ptr<const Engine> engine_object;
 };
@@ -73,7 +74,7 @@ struct ServingLoad {
     X(ttft_s, double, "s", "mean time to first token, queueing included (inf when the queue grows without bound)")      \
     X(ttft_s_lo, double, "s", "low end of ttft_s's prediction interval")                                                \
     X(ttft_s_hi, double, "s", "high end of ttft_s's prediction interval")                                               \
-    X(itl_s, double, "s", "mean inter-token latency: the mean iteration seen by a decoding sequence")                   \
+    X(itl_s, double, "s", "mean inter-token latency: the mean iteration seen by a decoding sequence over the tokens it gains in one") \
     X(itl_s_lo, double, "s", "low end of itl_s's prediction interval")                                                  \
     X(itl_s_hi, double, "s", "high end of itl_s's prediction interval")                                                 \
     X(tpot_s, double, "s", "mean time per output token after the first: (e2e_s - ttft_s) / (gen_tokens - 1)")          \

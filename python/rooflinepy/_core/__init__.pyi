@@ -1024,7 +1024,7 @@ class ServingEstimate:
     @property
     def itl_s(self) -> float:
         """
-        mean inter-token latency: the mean iteration seen by a decoding sequence [s]
+        mean inter-token latency: the mean iteration seen by a decoding sequence over the tokens it gains in one [s]
         """
     @property
     def itl_s_hi(self) -> float:
@@ -1204,7 +1204,7 @@ class ServingPlan:
     """
     A deployment built once, evaluated under any load
     """
-    def __init__(self, model: Model, device: Device, quant: str, engine: str = 'vllm', kv_dtype: str = '', parallel: Parallelism = ..., max_batch: typing.SupportsFloat | typing.SupportsIndex = 0.0, max_num_tokens: typing.SupportsFloat | typing.SupportsIndex = 0.0, gpu_memory_fraction: typing.SupportsFloat | typing.SupportsIndex = 0.0, engine_object: Engine = None, mtp_tokens: typing.SupportsFloat | typing.SupportsIndex = 0.0, acceptance: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> None:
+    def __init__(self, model: Model, device: Device, quant: str, engine: str = 'vllm', kv_dtype: str = '', parallel: Parallelism = ..., max_batch: typing.SupportsFloat | typing.SupportsIndex = 0.0, max_num_tokens: typing.SupportsFloat | typing.SupportsIndex = 0.0, gpu_memory_fraction: typing.SupportsFloat | typing.SupportsIndex = 0.0, engine_object: Engine = None, mtp_tokens: typing.SupportsFloat | typing.SupportsIndex = 0.0, acceptance: typing.SupportsFloat | typing.SupportsIndex = ...) -> None:
         ...
     def estimate(self, prompt_tokens: typing.SupportsFloat | typing.SupportsIndex, gen_tokens: typing.SupportsFloat | typing.SupportsIndex, concurrency: typing.SupportsFloat | typing.SupportsIndex = 0.0, request_rate: typing.SupportsFloat | typing.SupportsIndex = 0.0, num_requests: typing.SupportsFloat | typing.SupportsIndex = 0.0, breakdown: bool = True) -> ServingEstimate:
         ...
