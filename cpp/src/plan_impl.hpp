@@ -267,9 +267,9 @@ struct EstimatePlan::Impl {
     PhaseSums sum_slots(double batch, double tokens, double past, const std::vector<OpTimes>* attention,
                         std::vector<BreakdownRow>* breakdown, const char* phase, SlotParts parts = SlotParts::all) const;
 
-    // evaluate()'s last few prefill_attention results (a pure function of the prompt: sharing it changes no bit)
-    // The last few prompts' micro-batch attention and batches' max_context, shared by the calls of one plan (pure
-    // functions of their arguments: sharing them changes no value; a hit copies a pointer, not the chunks).
+    // evaluate()'s last few prompts' micro-batch attention, batches' max_context and mean contexts' compute-bound
+    // batch, shared by the calls of one plan (pure functions of their arguments: sharing them changes no value; a
+    // hit copies a pointer, not the chunks).
     struct AttentionCache {
         std::mutex mutex;
         std::array<std::shared_ptr<const PrefillChunks>, 4> chunks;

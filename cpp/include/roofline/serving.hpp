@@ -112,7 +112,8 @@ struct ServingEstimate : ServingRow {
     std::string mode;         ///< "offline", "concurrency", "rate"
     std::string batch_limit;  ///< what limits max_running_batch: "max_batch", "kv_cache", "token_budget"
     ServingLoad load;
-    std::vector<BreakdownRow> breakdown;  ///< phases "decode iteration" and "mixed iteration"
+    /// phases "decode iteration" and "mixed iteration", with MTP also "MTP draft step" (one of the k steps)
+    std::vector<BreakdownRow> breakdown;
 };
 
 /// What the field table says of each serving field (FieldInfo of estimate.hpp; config false).
