@@ -269,14 +269,12 @@ ServingPlan::ServingPlan(const Model& model, const Device& device, const Serving
     s->capacity = p.capacity_bytes;
     // weights of one rank: the plan's split; under attention DP the experts split over the expert ranks; layers
     // over the pipeline stages
-    double w = p.device_weight_bytes;
-    if (par.attention_data) w = w - p.expert_weight_bytes() + p.expert_weight_bytes() / par.expert;
-    s->weights = w / s->pp;
-    if (s->q) {  // the MTP module's weights, on every rank like the last stage's layers
-        double wm = s->q->device_weight_bytes;
-        if (par.attention_data) wm = wm - s->q->expert_weight_bytes() + s->q->expert_weight_bytes() / par.expert;
-        s->weights += wm;
-    }
+    auto rank_weights = [&](const EstimatePlan::Impl& plan) {
+        const double experts = plan.expert_weight_bytes();
+        return par.attention_data ? plan.device_weight_bytes - experts + experts / par.expert : plan.device_weight_bytes;
+    };
+    s->weights = rank_weights(p) / s->pp;
+    if (s->q) s->weights += rank_weights(*s->q);  // the MTP module's weights, on every rank like the last stage's layers
     s->reserve = s->policy.graph_reserve_bytes + backend.runtime_overhead_bytes;
     s->frac = c.gpu_memory_fraction > 0 ? c.gpu_memory_fraction : s->policy.kv_memory_fraction;
     s->fixed_cost_s = p.device->efficiency.launch_overhead_s;
@@ -384,8 +382,9 @@ public:
     // engines' decode kernels (FlashMLA, FlashInfer) take in one pass over the sequence's cache (the cache read once,
     // the FLOPs tok_ times a token's: EstimatePlan::Impl::verify_attention).
     PhaseSums verify_attention(double b, double ctx, std::vector<BreakdownRow>* breakdown) const {
-        const PhaseSums one = p_.decode_attention(b, ctx, breakdown, "decode iteration");
-        return tok_ > 1 ? p_.verify_attention(b, ctx, tok_) : one;
+        if (tok_ <= 1) return p_.decode_attention(b, ctx, breakdown, "decode iteration");
+        if (breakdown) (void)p_.decode_attention(b, ctx, breakdown, "decode iteration");  // its rows only: one token's
+        return p_.verify_attention(b, ctx, tok_);
     }
     // The MTP module's drafting of an iteration: s.draft steps of b sequences, one token each, over its own cache.
     PhaseSums drafts(double b, double ctx, std::vector<BreakdownRow>* breakdown) const {
