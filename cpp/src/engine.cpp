@@ -160,6 +160,7 @@ LinearKernel parse_kernel(JsonObject& k) {
     }
     if (auto t = k.opt_number("tile_m", 1, 1e6)) x.tile_m = *t;
     if (auto t = k.opt_number("tile_n", 1, 1e6)) x.tile_n = *t;
+    x.stream_k = k.opt_bool("stream_k", false);
     if (auto d = k.opt_number("dequant_every_rows", 0, 1e9)) x.dequant_every_rows = *d;
     x.dequant_overlapped = k.opt_bool("dequant_overlapped", true);
     if (auto e = k.opt_number("efficiency", 1e-3, 1)) x.efficiency = *e;
@@ -522,6 +523,7 @@ std::string Engine::to_json(int indent) const {
             if (k.unit == Unit::matrix) {
                 kj["tile_m"] = k.tile_m;
                 kj["tile_n"] = k.tile_n;
+                if (k.stream_k) kj["stream_k"] = true;
             }
             if (k.dequant_every_rows > 0) kj["dequant_every_rows"] = k.dequant_every_rows;
             kj["dequant_overlapped"] = k.dequant_overlapped;

@@ -88,6 +88,7 @@ std::vector<LinearPath> linear_paths(const Format& f, const PhaseOptions& opt) {
                                               : parse_dtype(k.compute);
         p.tile_m = k.tile_m;
         p.tile_n = k.tile_n;
+        p.stream_k = k.stream_k;
         p.dequant_every_rows = k.dequant_every_rows;
         p.dequant_overlapped = k.dequant_overlapped;
         p.efficiency = k.efficiency;
@@ -438,7 +439,7 @@ OpCost linear_dequant_pass(const OpSlot& s, const LinearPath& p) {
 
 double linear_utilization(const OpSlot& s, const PhaseOptions& options, double rows, const LinearPath& p) {
     if (p.unit != Unit::matrix) return 1.0;
-    return ops::gemm_utilization(rows, s.n * s.groups, p.tile_m, p.tile_n, options.compute_units) * p.efficiency;
+    return ops::gemm_utilization(rows, s.n * s.groups, p.tile_m, p.tile_n, options.compute_units, p.stream_k) * p.efficiency;
 }
 
 PhaseOptions phase_options(const EngineBackend& e, std::string_view engine_id, const Format& kv, bool flash, int tp) {

@@ -70,7 +70,7 @@ const char* const kFullEngine = R"({
       "linear_kernels": {"value": [
         {"name": "gemv", "weights": ["quantized", "f16"], "max_rows": 4, "unit": "vector", "compute": "fp32", "source": "k1"},
         {"name": "gemm", "weights": ["*"], "unit": "matrix", "compute": "activation", "tile_m": 64, "tile_n": 32,
-         "dequant_every_rows": 32, "dequant_overlapped": false, "efficiency": 0.8, "alu_ops_per_mac": 0.5,
+         "stream_k": true, "dequant_every_rows": 32, "dequant_overlapped": false, "efficiency": 0.8, "alu_ops_per_mac": 0.5,
          "alu_format": "int32", "launches": 2, "source": "k2", "uncertain": "a guess"}
       ]},
       "fused_qkv": {"value": false, "source": "s3"},
@@ -154,6 +154,7 @@ void check_same_backend(const EngineBackend& a, const EngineBackend& b) {
         if (x.unit == Unit::matrix) {  // tiles of vector kernels are not written
             CHECK(x.tile_m == y.tile_m);
             CHECK(x.tile_n == y.tile_n);
+            CHECK(x.stream_k == y.stream_k);
         }
         CHECK(x.dequant_every_rows == y.dequant_every_rows);
         CHECK(x.dequant_overlapped == y.dequant_overlapped);
@@ -322,6 +323,10 @@ TEST_CASE("parse_engine: errors name the origin and the field path") {
         check_error(with(kTinyEngine, R"("unit": "vector")", R"("unit": "tensor")"),
                     {"backends.any.linear_kernels.value[0].unit", "tensor", "vector, matrix"});
     }
+    SUBCASE("stream_k that is not a boolean") {
+        check_error(with(kTinyEngine, R"("tile_n": 64, "source")", R"("tile_n": 64, "stream_k": "yes", "source")"),
+                    {"backends.any.linear_kernels.value[1].stream_k", "yes"});
+    }
     SUBCASE("an unknown weight format") {
         check_error(with(kTinyEngine, R"("weights": ["*"], "max_rows": 8)", R"("weights": ["q9_z"], "max_rows": 8)"),
                     {"backends.any.linear_kernels.value[0].weights[0]", "is not a format", "q9_z"});
@@ -477,6 +482,8 @@ TEST_CASE("to_json round-trips every engine through parse_engine") {
     CHECK(again.backend("any").linear_kernels.back().provenance.uncertain == "a guess");
     CHECK(again.backend("any").linear_kernels.back().dequant_every_rows == 32);
     CHECK_FALSE(again.backend("any").linear_kernels.back().dequant_overlapped);
+    CHECK(again.backend("any").linear_kernels.back().stream_k);
+    CHECK_FALSE(again.backend("any").linear_kernels.front().stream_k);  // absent: whole waves
 }
 
 TEST_CASE("engine(name): by id or alias, case-insensitively; an unknown name is NotFound with a hint") {

@@ -54,6 +54,21 @@ TEST_CASE("tiled gemm traffic: compulsory when the tile covers the matrix, more 
     CHECK_THROWS_AS(gemm(4, 4, 4, DType::fp16, GemmOptions{Unit::matrix, 1, 1}), InvalidArgument);
 }
 
+TEST_CASE("gemm utilization: whole waves of tiles, unless the kernel decomposes stream-K") {
+    using roofline::ops::gemm_utilization;
+    // 512 rows x 4096 features in 128x128 tiles: 4 x 32 = 128 tiles
+    CHECK(gemm_utilization(512, 4096, 128, 128, 128) == doctest::Approx(1.0));         // one full wave
+    CHECK(gemm_utilization(512, 4096, 128, 128, 108) == doctest::Approx(128.0 / 216));  // two waves, the second 20/108 full
+    // stream-K (llama.cpp's MMQ on NVIDIA): whole waves below 90 % busy are split evenly over the 108 SMs
+    CHECK(gemm_utilization(512, 4096, 128, 128, 108, true) == doctest::Approx(1.0));
+    // at 90 % or more it launches whole tiles: 128 tiles on 132 SMs fit in one wave (97 %), on 71 SMs two waves (90.1 %)
+    CHECK(gemm_utilization(512, 4096, 128, 128, 71, true) == doctest::Approx(128.0 / 142));
+    // the tiles' padding stays: 500 rows fill 500/512 of four 128-row tiles
+    CHECK(gemm_utilization(500, 4096, 128, 128, 108, true) == doctest::Approx(500.0 / 512));
+    // fewer tiles than processors: split-K fills them either way
+    CHECK(gemm_utilization(64, 4096, 128, 128, 108, true) == gemm_utilization(64, 4096, 128, 128, 108));
+}
+
 TEST_CASE("gemv is the m = 1 gemm on vector units") {
     const OpCost v = gemv(4096, 4096, DType::fp16);
     const OpCost g = gemm(1, 4096, 4096, DType::fp16);

@@ -40,6 +40,9 @@ struct LinearKernel {
     /// "" none: the combination is refused (the device's NotFound naming the format and the peaks it has).
     std::string fallback_compute;
     double tile_m = 64, tile_n = 64;        ///< output tile: rows × output features
+    /// The kernel splits its tiles' K loop evenly over the processors (stream-K decomposition) when whole tiles
+    /// would leave a wave partly idle: no wave quantization, only the row and column tiles' padding.
+    bool stream_k = false;
     double dequant_every_rows = 0;          ///< > 0: weights dequantized again per block of this many rows
     bool dequant_overlapped = true;         ///< dequantization hides under the kernel's loads
     /// Fraction of the device's achievable peak on `unit` (Efficiency::compute_fraction, itself the fraction a

@@ -85,6 +85,7 @@ struct LinearPath {
     Unit unit = Unit::matrix;
     DType compute = DType::fp16;
     double tile_m = 64, tile_n = 64;
+    bool stream_k = false;          ///< LinearKernel::stream_k: no wave quantization
     double dequant_every_rows = 0;
     bool dequant_overlapped = true;
     double efficiency = 1;          ///< LinearKernel::efficiency: divides the matrix compute with the tile utilization
@@ -95,7 +96,7 @@ struct LinearPath {
     DType fallback = DType::fp16;
     bool operator==(const LinearPath& o) const {
         return max_rows == o.max_rows && unit == o.unit && compute == o.compute && tile_m == o.tile_m &&
-               tile_n == o.tile_n && dequant_every_rows == o.dequant_every_rows && dequant_overlapped == o.dequant_overlapped &&
+               tile_n == o.tile_n && stream_k == o.stream_k && dequant_every_rows == o.dequant_every_rows && dequant_overlapped == o.dequant_overlapped &&
                efficiency == o.efficiency && alu_ops_per_mac == o.alu_ops_per_mac && alu_format == o.alu_format &&
                launches == o.launches && has_fallback == o.has_fallback && fallback == o.fallback;
     }

@@ -68,7 +68,7 @@ OpCost moe_gemm(double tokens, double top_k, double experts, double n, double k,
     return op;
 }
 
-double gemm_utilization(double m, double n, double tile_m, double tile_n, double units) {
+double gemm_utilization(double m, double n, double tile_m, double tile_n, double units, bool stream_k) {
     check_size("tile_m", tile_m, true);
     check_size("tile_n", tile_n, true);
     check_size("units", units, true);
@@ -78,8 +78,10 @@ double gemm_utilization(double m, double n, double tile_m, double tile_n, double
     while (tm < m && tm < tile_m) tm *= 2;
     tm = std::min(tm, tile_m);
     const double tiles = std::ceil(m / tm) * std::ceil(n / tile_n);
-    // Fewer tiles than processors: split-K spreads the reduction over the idle ones. More: whole waves.
-    const double slots = tiles < units ? tiles : std::ceil(tiles / units) * units;
+    // Fewer tiles than processors: split-K spreads the reduction over the idle ones. More: whole waves, unless the
+    // kernel decomposes stream-K, which it does (llama.cpp's MMQ rule) when whole waves would use under 90 % of them
+    double slots = tiles < units ? tiles : std::ceil(tiles / units) * units;
+    if (stream_k && tiles / slots < 0.9) slots = tiles;
     return (m * n) / (slots * tm * tile_n);
 }
 
