@@ -228,7 +228,7 @@ struct SlotBuilder {
 }  // namespace
 
 bool replicated_under_tensor_parallel(const WeightTensor& w, const PhaseOptions& options) {
-    const std::string& r = w.role;
+    const std::string_view r = w.role;  // compared by length first
     if (r == "token_embd" || r == "output") return !options.vocab_parallel;
     // MLA's down-projections to the q and KV latents: every rank computes the whole latent (vLLM ReplicatedLinear),
     // and DeepSeek's router bias

@@ -7,6 +7,7 @@
 #include <array>
 #include <cmath>
 #include <numeric>
+#include <unordered_map>
 
 // Source read: ggml-org/llama.cpp src/llama-quant.cpp at commit 007dbbf3fd17eefe9b47fee45f48f7ba5e62b714
 // (llama_tensor_get_type_impl, tensor_type_fallback, tensor_allows_quantization, llama_ftype_get_default_type,
@@ -123,9 +124,8 @@ int n_dims(const std::vector<double>& shape) {
 }
 
 // tensor_allows_quantization (with llama-quantize's default params: not only_copy).
-bool allows_quantization(const QuantTensor& t, const LlamaQuantOptions& opt) {
-    const std::string& n = t.name;
-    if (n_dims(t.shape) < 2) return false;
+// Its rules on the name alone; the tensor must also have two dimensions or more (n_dims, checked by the caller).
+bool name_allows_quantization(const std::string& n, const LlamaQuantOptions& opt) {
     if (!ends_with(n, "weight")) return false;
     if (contains(n, "_norm.weight")) return false;
     if (!opt.quantize_output_tensor && n == "output.weight") return false;
@@ -143,6 +143,16 @@ bool allows_quantization(const QuantTensor& t, const LlamaQuantOptions& opt) {
     for (const char* k : kKeep)
         if (contains(n, k)) return false;
     return true;
+}
+
+// A name without its "blk.N" layer prefix (the "." after it kept), or the whole name of a tensor outside the layers:
+// role_of and name_allows_quantization look only for markers that lie after the prefix, so names equal here get
+// the same answers from them.
+std::string_view layer_suffix(const std::string& name) {
+    if (name.rfind("blk.", 0) != 0) return name;
+    std::size_t i = 4;
+    while (i < name.size() && name[i] >= '0' && name[i] <= '9') ++i;
+    return std::string_view(name).substr(i);
 }
 
 // The type convert_hf_to_gguf.py stores a tensor llama.cpp will not quantize in: F32 for 1-D tensors, norms,
@@ -372,14 +382,27 @@ std::vector<int> llama_mix_types(std::string_view mix, const std::vector<QuantTe
     check_range("n_head_kv", info.n_head_kv, 0, 1e6);
     check_range("n_expert", info.n_expert, 0, 1e6);
     for (const auto& t : tensors)
-        for (double d : t.shape) check_count("shape of tensor '" + t.name + "'", d);
+        for (double d : t.shape)
+            if (!is_count(d)) check_count("shape of tensor '" + t.name + "'", d);  // the name built only to report
 
     State s{info, options, mi->mix};
     s.n_gqa = info.n_head_kv > 0 ? info.n_head / info.n_head_kv : 0;
     s.type_70b = is_70b(info);
     s.n_ffn = info.n_layer;
+    // each tensor's role and name rules, worked out once per distinct layer_suffix (names repeat in every layer)
+    struct NameFacts {
+        Role role;
+        bool allows;
+    };
+    std::unordered_map<std::string_view, NameFacts> by_suffix;
+    std::vector<NameFacts> facts;
+    facts.reserve(tensors.size());
     for (const auto& t : tensors) {
-        const Role r = role_of(t.name);
+        auto it = by_suffix.find(layer_suffix(t.name));
+        if (it == by_suffix.end())
+            it = by_suffix.emplace(layer_suffix(t.name), NameFacts{role_of(t.name), name_allows_quantization(t.name, options)}).first;
+        facts.push_back(it->second);
+        const Role r = it->second.role;
         if (is_v_like(r)) ++s.n_attention_wv;
         if (r == Role::output) s.tied = false;
     }
@@ -402,7 +425,7 @@ std::vector<int> llama_mix_types(std::string_view mix, const std::vector<QuantTe
     std::vector<int> types(tensors.size(), F32);
     for (std::size_t i : order) {
         const QuantTensor& t = tensors[i];
-        if (!allows_quantization(t, options)) {
+        if (n_dims(t.shape) < 2 || !facts[i].allows) {  // tensor_allows_quantization
             types[i] = source_type(t, float_type);
             continue;
         }
@@ -411,7 +434,7 @@ std::vector<int> llama_mix_types(std::string_view mix, const std::vector<QuantTe
             continue;
         }
         int type = default_type;
-        if (!options.pure) type = refine(s, type, t, role_of(t.name));
+        if (!options.pure) type = refine(s, type, t, facts[i].role);
         types[i] = fallback(type, t);
     }
     return types;

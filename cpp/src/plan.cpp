@@ -677,38 +677,96 @@ PrefillChunks EstimatePlan::Impl::prefill_attention(double prompt, double past) 
     return prefill_attention(prompt, past, ubatch);
 }
 
+namespace {
+// Whether t equals a + k·d in each of its 16 doubles (to rounding): the micro-batches' attention affine in their
+// position, as causal attention over a cache growing by a micro-batch each time is unless a re-read starts or stops
+// fitting in L2 between them.
+bool on_line(const OpTimes& t, const OpTimes& a, const OpTimes& d, double k) {
+    const double* x = &t.derated.matrix_s;
+    const double* x0 = &a.derated.matrix_s;
+    const double* dx = &d.derated.matrix_s;
+    for (std::size_t i = 0; i < kOpTimesDoubles; ++i) {
+        const double want = x0[i] + k * dx[i];
+        if (std::abs(x[i] - want) > 1e-9 * std::max(std::abs(x[i]), std::abs(want))) return false;
+    }
+    return true;
+}
+
+// Σ over n micro-batches of one attention slot's OpTimes a + i·d (i = 0..n-1) into a Total: each micro-batch's
+// timing rule summed exactly (sum_of_totals: the racing lines are affine in i).
+void add_line(PrefillChunks::Total& s, const OpTimes& a, const OpTimes& d, double n) {
+    const double arith = n * (n - 1) / 2;
+    const double derated = sum_of_totals(a.derated, d.derated, n), ideal = sum_of_totals(a.ideal, d.ideal, n);
+    const double derated_overhead = n * a.derated.overhead_s + arith * d.derated.overhead_s;
+    const double ideal_overhead = n * a.ideal.overhead_s + arith * d.ideal.overhead_s;
+    s.derated_overhead += derated_overhead;
+    s.derated_rest += derated - derated_overhead;
+    s.ideal_overhead += ideal_overhead;
+    s.ideal_rest += ideal - ideal_overhead;
+    CeilingTimes comp = a.derated.scaled(n);
+    comp.axpy(arith, d.derated);
+    comp.overhead_s = 0;
+    s.components += comp;
+    s.flops += n * a.flops + arith * d.flops;
+    s.bytes += n * a.bytes + arith * d.bytes;
+}
+
+void add_one(PrefillChunks::Total& s, const OpTimes& x) {
+    s.derated_overhead += x.derated.overhead_s;
+    s.derated_rest += x.derated.total() - x.derated.overhead_s;
+    s.ideal_overhead += x.ideal.overhead_s;
+    s.ideal_rest += x.ideal.total() - x.ideal.overhead_s;
+    CeilingTimes comp = x.derated;
+    comp.overhead_s = 0;
+    s.components += comp;
+    s.flops += x.flops;
+    s.bytes += x.bytes;
+}
+}  // namespace
+
 PrefillChunks EstimatePlan::Impl::prefill_attention(double prompt, double past, double chunk) const {
     PrefillChunks c;
     c.prompt = prompt;
     c.past = past;
     const double u = chunk > 0 ? chunk : prompt;
     for (double done = 0; done < prompt; done += u) {
-        const double tokens = std::min(u, prompt - done);
-        c.tokens.push_back(tokens);
+        c.tokens.push_back(std::min(u, prompt - done));
         c.past_of.push_back(past + done);
-        std::vector<OpTimes> times;
-        if (tokens > 1)  // one token: decode attention, affine in the batch
-            for (std::size_t i : attention) times.push_back(times_of(slot_cost(*slots[i].op, options, 1, tokens, past + done), *device));
-        c.attention.push_back(std::move(times));
     }
     c.totals.assign(attention.size(), PrefillChunks::Total{});
-    for (std::size_t i = 0; i < c.tokens.size(); ++i) {
-        if (c.tokens[i] <= 1) continue;
-        for (std::size_t a = 0; a < attention.size(); ++a) {
-            const OpTimes& x = c.attention[i][a];
-            PrefillChunks::Total& s = c.totals[a];
-            s.derated_overhead += x.derated.overhead_s;
-            s.derated_rest += x.derated.total() - x.derated.overhead_s;
-            s.ideal_overhead += x.ideal.overhead_s;
-            s.ideal_rest += x.ideal.total() - x.ideal.overhead_s;
-            CeilingTimes comp = x.derated;
-            comp.overhead_s = 0;
-            s.components += comp;
-            s.flops += x.flops;
-            s.bytes += x.bytes;
-        }
-    }
     c.last_is_one_token = !c.tokens.empty() && c.tokens.back() <= 1;
+    const std::size_t n = c.tokens.size();
+    // one sequence's attention of micro-batch i at one slot (a single token is decode attention: sum_slots)
+    auto at = [&](std::size_t slot, std::size_t i) {
+        return times_of(slot_cost(*slots[slot].op, options, 1, c.tokens[i], c.past_of[i]), *device);
+    };
+    if (n == 1) {  // kept for prefill(), which reads them in place of computing them again
+        if (c.tokens[0] > 1) {
+            c.attention.emplace_back();
+            for (std::size_t i : attention) c.attention[0].push_back(at(i, 0));
+            for (std::size_t a = 0; a < attention.size(); ++a) add_one(c.totals[a], c.attention[0][a]);
+        }
+        return c;
+    }
+    // the full micro-batches (all but perhaps the last) in closed form where their times lie on a line: checked at
+    // the second, the middle and the last of them; else, and for the last partial one, one by one
+    const std::size_t full = c.tokens.back() == c.tokens[0] ? n : n - 1;
+    for (std::size_t a = 0; a < attention.size(); ++a) {
+        PrefillChunks::Total& s = c.totals[a];
+        const std::size_t slot = attention[a];
+        std::size_t done = 0;
+        if (full >= 5 && c.tokens[0] > 1) {
+            const OpTimes first = at(slot, 0), step = at(slot, 1) - first;
+            const std::size_t mid = full / 2, last = full - 1;
+            if (on_line(at(slot, mid), first, step, static_cast<double>(mid)) &&
+                on_line(at(slot, last), first, step, static_cast<double>(last))) {
+                add_line(s, first, step, static_cast<double>(full));
+                done = full;
+            }
+        }
+        for (std::size_t i = done; i < n; ++i)
+            if (c.tokens[i] > 1) add_one(s, at(slot, i));
+    }
     return c;
 }
 
@@ -729,24 +787,34 @@ void merge_rows(std::vector<BreakdownRow>& into, const std::vector<BreakdownRow>
 }
 }  // namespace
 
-PhaseSums EstimatePlan::Impl::prefill(double batch, const PrefillChunks& c, std::vector<BreakdownRow>* breakdown) const {
+PhaseSums EstimatePlan::Impl::prefill(double batch, const PrefillChunks& c, std::vector<BreakdownRow>* breakdown,
+                                      std::vector<std::pair<double, PhaseSums>>* static_sums) const {
     const std::size_t n = c.tokens.size();
-    auto attention_of = [&](std::size_t i) { return c.tokens[i] > 1 ? &c.attention[i] : nullptr; };
-    if (n == 1) return sum_slots(batch, c.tokens[0], c.past_of[0], attention_of(0), breakdown, "prefill");
+    if (n == 1)
+        return sum_slots(batch, c.tokens[0], c.past_of[0], c.attention.empty() ? nullptr : &c.attention[0], breakdown,
+                         "prefill");
     PhaseSums total;
-    if (breakdown) {  // every micro-batch in full, its rows merged by op
+    if (breakdown) {  // every micro-batch in full (its attention timed again here), its rows merged by op
         for (std::size_t i = 0; i < n; ++i) {
             std::vector<BreakdownRow> rows;
-            add_sums(total, 1, sum_slots(batch, c.tokens[i], c.past_of[i], attention_of(i), &rows, "prefill"));
+            add_sums(total, 1, sum_slots(batch, c.tokens[i], c.past_of[i], nullptr, &rows, "prefill"));
             merge_rows(*breakdown, rows);
         }
         return total;
     }
     // the static slots depend on the micro-batch's size alone: once for the full ones, once for the last
+    auto static_of = [&](double tokens) {
+        if (static_sums)
+            for (const auto& [t, sums] : *static_sums)
+                if (t == tokens) return sums;
+        const PhaseSums sums = sum_slots(batch, tokens, 0, nullptr, nullptr, "prefill", SlotParts::static_only);
+        if (static_sums) static_sums->emplace_back(tokens, sums);
+        return sums;
+    };
     const double full = c.tokens[0];
     const double n_full = static_cast<double>(std::count(c.tokens.begin(), c.tokens.end(), full));
-    add_sums(total, n_full, sum_slots(batch, full, 0, nullptr, nullptr, "prefill", SlotParts::static_only));
-    if (c.tokens.back() != full) add_sums(total, 1, sum_slots(batch, c.tokens.back(), 0, nullptr, nullptr, "prefill", SlotParts::static_only));
+    add_sums(total, n_full, static_of(full));
+    if (c.tokens.back() != full) add_sums(total, 1, static_of(c.tokens.back()));
     add_sums(total, 1, chunked_attention(c, batch));
     return total;
 }

@@ -168,7 +168,7 @@ struct BalanceGroup {
 struct PrefillChunks {
     double prompt = -1, past = -1;              // what they are for
     std::vector<double> tokens, past_of;        // per micro-batch: new tokens, tokens already cached before it
-    std::vector<std::vector<OpTimes>> attention;
+    std::vector<std::vector<OpTimes>> attention;  // a prompt of one micro-batch: its attention slots' times
     // per attention slot, its micro-batches of more than one token summed for one sequence: the timing rule of
     // each is overhead + batch × (the rest), so the sum over micro-batches is Σ overhead + batch × Σ rest
     struct Total {
@@ -221,7 +221,10 @@ struct EstimatePlan::Impl {
     PrefillChunks prefill_attention(double prompt, double past, double chunk) const;
     /// The prefill of `batch` sequences: every micro-batch's slots (the static ones shared between micro-batches of
     /// one size), weights read again per micro-batch, attention over the growing context.
-    PhaseSums prefill(double batch, const PrefillChunks& chunks, std::vector<BreakdownRow>* breakdown = nullptr) const;
+    /// `static_sums`: the static slots' sums of each micro-batch size already summed at this batch (by a caller that
+    /// prefills several prompts at one batch, the sweep), read and extended here.
+    PhaseSums prefill(double batch, const PrefillChunks& chunks, std::vector<BreakdownRow>* breakdown = nullptr,
+                      std::vector<std::pair<double, PhaseSums>>* static_sums = nullptr) const;
     /// A decode step's ops but attention (they do not depend on the context), at `batch` sequences.
     PhaseSums decode_step(double batch) const;
     /// `gen` decode steps at contexts prompt + 1 ... prompt + gen: `step` × gen plus attention in closed form.

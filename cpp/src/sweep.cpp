@@ -386,13 +386,14 @@ SweepTable sweep(const SweepAxes& a, const SweepOptions& options) {
         const EstimatePlan::Impl& plan = the_plan.impl();
         const double C = a.context_tokens[ci];
         std::vector<PhaseSums> step(nb), prefill(nb);
+        std::vector<std::vector<std::pair<double, PhaseSums>>> static_sums(nb);  // per batch, over the prompts
         std::vector<double> max_context(nb);
         std::vector<char> batch_done(nb, 0);
         for (std::size_t pi = p0; pi < p1; ++pi) {
             const double P = a.prompt_tokens[pi];
             if (P > 0) {
                 const PrefillChunks chunks = plan.prefill_attention(P, C);
-                for (std::size_t bi = 0; bi < nb; ++bi) prefill[bi] = plan.prefill(a.batch[bi], chunks);
+                for (std::size_t bi = 0; bi < nb; ++bi) prefill[bi] = plan.prefill(a.batch[bi], chunks, nullptr, &static_sums[bi]);
             }
             for (std::size_t gi = 0; gi < ng; ++gi) {
                 const double n = a.gen_tokens[gi];

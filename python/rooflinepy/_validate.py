@@ -13,7 +13,8 @@ PathLike = Union[str, "os.PathLike[str]"]
 def flag(value: Any, name: str, where: str, *, ints: bool = False) -> bool:
     """True/False (numpy's too; with ``ints`` also 1/0, as a table column holds them); a string such as 'false' is
     refused, not read as true."""
-    if isinstance(value, bool) or type(value).__name__ == "bool_":
+    t = type(value)
+    if t is bool or (t.__module__ == "numpy" and t.__name__ in ("bool_", "bool")):  # numpy 2 calls it numpy.bool
         return bool(value)
     if ints and isinstance(value, int) and value in (0, 1):
         return bool(value)

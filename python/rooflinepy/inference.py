@@ -221,6 +221,7 @@ class EstimateCeilings(TypedDict):
 
 
 _ESTIMATE_FIELDS = [f[0] for f in _core.estimate_fields()]
+_REAL = (int, float)  # the types _validate.number takes without its ABC check (bool is neither)
 
 
 def _with_interval(value: float, interval: Tuple[float, float]) -> str:
@@ -234,39 +235,53 @@ def _with_interval(value: float, interval: Tuple[float, float]) -> str:
 
 class Estimate(EstimateFields):
     """The estimate of one workload. Its fields (typed in :class:`rooflinepy._fields.EstimateFields`, one per row of
-    the core's field table) are plain attributes, copied from the core once; ``memory`` and ``ceilings`` group some
-    of them; ``breakdown`` is a DataFrame of the per-op rows."""
+    the core's field table) are plain attributes, each read from the core the first time it is asked for and kept;
+    ``memory`` and ``ceilings`` group some of them; ``breakdown`` is a DataFrame of the per-op rows."""
 
-    __slots__ = ("_core", "_breakdown_from", "memory", "ceilings", "__dict__")
+    __slots__ = ("_core", "_breakdown_from", "__dict__")
     _FIELDS = _ESTIMATE_FIELDS + ["speculative_tokens_per_cycle"]
+    _FIELD_SET = frozenset(_FIELDS)
 
     speculative_tokens_per_cycle: float
     """expected tokens per draft-and-verify cycle (0 without speculative decoding)"""
-    memory: EstimateMemory
-    """weights, kv_cache, activations, overhead, total, capacity (bytes of one rank) and fits"""
-    ceilings: EstimateCeilings
-    """the pure roofline of each phase and the weights-only decode ceiling, with their bounds"""
 
     def __init__(self, core: _core.Estimate,
                  breakdown_from: Optional[Tuple[_core.EstimatePlan, float, float, float, float]] = None) -> None:
         # breakdown_from = (plan, batch, prompt, gen, context): the core estimate was made without its per-op rows; they are
-        # made by the same plan when first asked for.
+        # made by the same plan when first asked for. Nothing is copied here: a caller that reads two fields of a
+        # million estimates pays for two fields (each is kept in __dict__ once read, then a plain attribute).
         self._core = core
         self._breakdown_from = breakdown_from
-        d = self.__dict__
-        d.update(zip(self._FIELDS, core.values()))  # every field in one call
-        self.memory = {"weights": d["memory_weights"], "kv_cache": d["memory_kv_cache"],
-                       "activations": d["memory_activations"], "overhead": d["memory_overhead"],
-                       "total": d["memory_total"], "capacity": d["memory_capacity"], "fits": d["fits"]}
-        self.ceilings = {
-            "decode_weights_tokens_per_s": d["ceiling_decode_weights"],
-            "decode_tokens_per_s": d["ceiling_decode"],
-            "decode_tokens_per_s_total": d["ceiling_decode_total"],
-            "prefill_tokens_per_s": d["ceiling_prefill"],
-            "decode_bound": d["decode_bound"],
-            "prefill_bound": d["prefill_bound"],
-            "decode_intensity": d["decode_intensity"],
-            "compute_bound_batch": d["compute_bound_batch"],
+
+    def __getattr__(self, name: str) -> Any:  # only for names not yet in __dict__
+        if name in Estimate._FIELD_SET:
+            value = getattr(self._core, name)
+            self.__dict__[name] = value
+            return value
+        raise AttributeError(f"'Estimate' object has no attribute '{name}'")
+
+    def __dir__(self) -> List[str]:
+        return sorted(set(super().__dir__()) | Estimate._FIELD_SET)
+
+    @property
+    def memory(self) -> EstimateMemory:
+        """weights, kv_cache, activations, overhead, total, capacity (bytes of one rank) and fits"""
+        return {"weights": self.memory_weights, "kv_cache": self.memory_kv_cache,
+                "activations": self.memory_activations, "overhead": self.memory_overhead,
+                "total": self.memory_total, "capacity": self.memory_capacity, "fits": self.fits}
+
+    @property
+    def ceilings(self) -> EstimateCeilings:
+        """the pure roofline of each phase and the weights-only decode ceiling, with their bounds"""
+        return {
+            "decode_weights_tokens_per_s": self.ceiling_decode_weights,
+            "decode_tokens_per_s": self.ceiling_decode,
+            "decode_tokens_per_s_total": self.ceiling_decode_total,
+            "prefill_tokens_per_s": self.ceiling_prefill,
+            "decode_bound": self.decode_bound,
+            "prefill_bound": self.prefill_bound,
+            "decode_intensity": self.decode_intensity,
+            "compute_bound_batch": self.compute_bound_batch,
         }
 
     @property
@@ -372,18 +387,25 @@ def estimate(model: ModelLike, quant: str, device: DeviceLike, prompt_tokens: in
     context+prompt+gen, summed in closed form. ``draft_model`` with ``draft_tokens`` (γ) and ``acceptance`` (α)
     turns on speculative decoding.
     """
-    where = "estimate"
-    _v.instance(model, (str, Model), "model", where, "a catalogue id or a Model")
-    _v.instance(device, (str, Device, _core.Device), "device", where, "a device id or a Device")
-    _v.text(quant, "quant", where)
-    _v.text(kv_dtype, "kv_dtype", where)
-    _v.text(engine, "engine", where)
-    flash_attention = _v.flag(flash_attention, "flash_attention", where)
-    for name, value in (("batch", batch), ("prompt_tokens", prompt_tokens), ("gen_tokens", gen_tokens),
-                        ("context_tokens", context_tokens), ("draft_tokens", draft_tokens), ("acceptance", acceptance)):
-        _v.number(value, name, where)
-    _v.number(ubatch_tokens, "ubatch_tokens", where, allow_none=True)
-    tensor_parallel = _v.whole(tensor_parallel, "tensor_parallel", where, 1, 1024)
+    # the common call (names, plain numbers, the default micro-batch) passes every check below: tested by type alone
+    if not (type(model) is str and type(device) is str and type(quant) is str and type(kv_dtype) is str
+            and type(engine) is str and type(flash_attention) is bool and type(batch) in _REAL
+            and type(prompt_tokens) in _REAL and type(gen_tokens) in _REAL and type(context_tokens) in _REAL
+            and type(draft_tokens) in _REAL and type(acceptance) in _REAL and ubatch_tokens is None
+            and type(tensor_parallel) is int and 1 <= tensor_parallel <= 1024):
+        where = "estimate"
+        _v.instance(model, (str, Model), "model", where, "a catalogue id or a Model")
+        _v.instance(device, (str, Device, _core.Device), "device", where, "a device id or a Device")
+        _v.text(quant, "quant", where)
+        _v.text(kv_dtype, "kv_dtype", where)
+        _v.text(engine, "engine", where)
+        flash_attention = _v.flag(flash_attention, "flash_attention", where)
+        for name, value in (("batch", batch), ("prompt_tokens", prompt_tokens), ("gen_tokens", gen_tokens),
+                            ("context_tokens", context_tokens), ("draft_tokens", draft_tokens),
+                            ("acceptance", acceptance)):
+            _v.number(value, name, where)
+        _v.number(ubatch_tokens, "ubatch_tokens", where, allow_none=True)
+        tensor_parallel = _v.whole(tensor_parallel, "tensor_parallel", where, 1, 1024)
     m = _lookup_model(model)
     dev = _device(device)
     ub = 0.0 if ubatch_tokens is None else ubatch_tokens

@@ -249,7 +249,10 @@ TEST_CASE("a prompt runs in micro-batches after the cached context: the plan is 
         double ubatch, batch, prompt, context;
     };
     for (const Case& c : {Case{"h100-sxm", "llama.cpp", false, 512, 1, 2048, 0}, Case{"m2-max-38c", "llama.cpp", true, 256, 3, 1000, 4096},
-                          Case{"rtx-4090", "llama.cpp", true, 512, 2, 1025, 100}, Case{"a100-sxm-80gb", "cuda-graphs", true, 0, 4, 3000, 777}}) {
+                          Case{"rtx-4090", "llama.cpp", true, 512, 2, 1025, 100}, Case{"a100-sxm-80gb", "cuda-graphs", true, 0, 4, 3000, 777},
+                          // five full micro-batches or more: their attention summed on a line where it is one
+                          Case{"h100-sxm", "llama.cpp", true, 512, 2, 8192, 1000}, Case{"m2-max-38c", "llama.cpp", false, 256, 1, 3001, 0},
+                          Case{"a100-sxm-80gb", "llama.cpp", true, 128, 1, 20000, 60000}, Case{"rtx-3090", "llama.cpp", false, 512, 1, 16384, 0}}) {
         CAPTURE(c.device);
         CAPTURE(c.prompt);
         const Device& d = db.get(c.device);

@@ -156,3 +156,37 @@ def test_load_device_errors_name_the_file(tmp_path):
         rp.load_device(bad)
     with pytest.raises(FileNotFoundError, match="missing.json"):
         rp.load_device(tmp_path / "missing.json")
+
+
+def test_estimate_fields_are_read_from_the_core_when_asked_for():
+    est = rp.estimate("llama-3.1-8b", "Q4_K_M", "h100-sxm", prompt_tokens=1024, gen_tokens=512)
+    core = est._core
+    assert "decode_tokens_per_s" not in est.__dict__  # nothing copied before it is asked for
+    assert est.decode_tokens_per_s == core.decode_tokens_per_s
+    assert est.__dict__["decode_tokens_per_s"] == core.decode_tokens_per_s  # then kept as a plain attribute
+    assert all(getattr(est, f) == getattr(core, f) for f in rp.Estimate._FIELDS)
+    assert est.memory["total"] == est.memory_total and est.memory["fits"] == est.fits
+    assert est.ceilings["prefill_tokens_per_s"] == est.ceiling_prefill
+    assert {"decode_tokens_per_s", "memory", "ceilings", "breakdown"} <= set(dir(est))  # tab completion
+    with pytest.raises(AttributeError, match="no attribute 'decode_tokens_per_sec'"):
+        est.decode_tokens_per_sec
+    # the breakdown (a second core estimate, with its rows) changes no field
+    before = est.to_dict()
+    assert len(est.breakdown) > 0
+    after = est.to_dict()
+    assert {k: v for k, v in before.items() if k != "breakdown"} == {k: v for k, v in after.items() if k != "breakdown"}
+
+
+def test_estimate_checks_arguments_the_fast_path_lets_through_to_the_full_checks():
+    kw = dict(model="llama-3.1-8b", quant="Q4_K_M", device="h100-sxm")
+    with pytest.raises(TypeError, match="estimate: batch must be a number"):
+        rp.estimate(**kw, batch="8")
+    with pytest.raises(TypeError, match="estimate: flash_attention must be True or False"):
+        rp.estimate(**kw, flash_attention="false")
+    with pytest.raises(ValueError, match="tensor_parallel must be a whole number within"):
+        rp.estimate(**kw, tensor_parallel=0)
+    import numpy as np
+    # numpy numbers and True/False of numpy take the full checks and give the same estimate
+    a = rp.estimate(**kw, batch=np.int64(4), flash_attention=np.bool_(True), prompt_tokens=np.float64(256))
+    b = rp.estimate(**kw, batch=4, flash_attention=True, prompt_tokens=256)
+    assert a.decode_tokens_per_s == b.decode_tokens_per_s and a.prefill_tokens_per_s == b.prefill_tokens_per_s

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <limits>
 #include <string>
+#include <cmath>
 #include <string_view>
 #include <vector>
 
@@ -59,6 +60,8 @@ inline constexpr double kMaxOpCount = 1e30;
 
 /// A count of things (a size, a token count): finite, >= 0, a whole number and at most kMaxCount. Returns it.
 double check_count(std::string_view name, double value);
+/// Whether check_count accepts `value` (for a caller that builds the name only when it must report).
+inline bool is_count(double value) { return value >= 0 && value <= kMaxCount && std::floor(value) == value; }
 /// Throws InvalidArgument unless `value` is finite and within [lo, hi].
 inline double check_range(std::string_view name, double value, double lo, double hi) {
     if (value >= lo && value <= hi && value >= -std::numeric_limits<double>::max() &&
