@@ -17,8 +17,7 @@ namespace roofline {
 
 OpTimes times_of(const OpCost& op, const Device& device) {
     OpTimes t;
-    t.derated = evaluate(op, device, Ceilings::derated).times;
-    t.ideal = evaluate(op, device, Ceilings::ideal).times;
+    evaluate_both(op, device, t.derated, t.ideal);
     t.flops = op.flops();
     t.bytes = op.bytes();
     return t;

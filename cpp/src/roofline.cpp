@@ -98,41 +98,61 @@ double derating_fraction(const Device& device, Level level) {
     return derate ? device.efficiency.dram_bandwidth_fraction : 1.0;
 }
 
+namespace {
+// The compute and memory components of `op` under derated ceilings (into `d`, if given) and ideal ones (into `i`,
+// if given): one peak lookup per FLOP term for both. `attainable` (if given) gets the roofline at the op's
+// intensities under the first of the two asked for.
+void components(const OpCost& op, const Device& device, CeilingTimes* d, CeilingTimes* i, double* attainable) {
+    for (const auto& term : op.flop_terms) {
+        if (term.flops <= 0) continue;
+        const ComputePeak& peak = device.execution_peak(term.format, term.unit);
+        if (d) {
+            const double seconds = term.flops / (peak.flops_per_s * (derating_fraction(device, peak) * term.utilization));
+            if (!term.overlapped) d->serial_s += seconds;
+            else (term.unit == Unit::matrix ? d->matrix_s : d->vector_s) += seconds;
+        }
+        if (i) (term.unit == Unit::matrix ? i->matrix_s : i->vector_s) += term.flops / peak.flops_per_s;
+    }
+    const CeilingTimes& first = d ? *d : *i;
+    const double flops = attainable ? op.flops() : 0;
+    const double compute = first.compute_s();
+    double roof = compute > 0 ? flops / compute : std::numeric_limits<double>::infinity();
+    for (std::size_t k = 0; k < kNumLevels; ++k) {
+        const auto level = static_cast<Level>(k);
+        const double bytes = op.bytes(level);
+        const MemoryLevel& lv = device.level(level);
+        if (bytes <= 0 || !lv.present || !(lv.bandwidth_Bps > 0)) continue;  // Device::has_bandwidth
+        const double derated_bw = lv.bandwidth_Bps * derating_fraction(device, level);
+        if (d) d->memory_s[k] = bytes / derated_bw;
+        if (i) i->memory_s[k] = bytes / lv.bandwidth_Bps;
+        if (attainable) roof = std::min(roof, flops / bytes * (d ? derated_bw : lv.bandwidth_Bps));  // intensity × bandwidth
+    }
+    if (attainable) *attainable = flops > 0 && std::isfinite(roof) ? roof : 0.0;
+    if (d) d->overhead_s = op.launches * device.efficiency.launch_overhead_s;
+}
+}  // namespace
+
 Timing evaluate(const OpCost& op, const Device& device, Ceilings ceilings) {
     const bool derated = ceilings == Ceilings::derated;
     Timing t;
     t.ceilings = ceilings;
     t.flops = op.flops();
     CeilingTimes& c = t.times;
-
-    for (const auto& term : op.flop_terms) {
-        if (term.flops <= 0) continue;
-        const ComputePeak& peak = device.execution_peak(term.format, term.unit);
-        const double used = derated ? derating_fraction(device, peak) * term.utilization : 1.0;
-        const double seconds = term.flops / (peak.flops_per_s * used);
-        if (derated && !term.overlapped) c.serial_s += seconds;
-        else (term.unit == Unit::matrix ? c.matrix_s : c.vector_s) += seconds;
-    }
-    const double compute = c.compute_s();
-    // The roofline at this op's intensities: peak limited by each level's bandwidth × AI at that level.
-    double attainable = compute > 0 ? t.flops / compute : std::numeric_limits<double>::infinity();
+    components(op, device, derated ? &c : nullptr, derated ? nullptr : &c, &t.attainable_flops);
     for (std::size_t i = 0; i < kNumLevels; ++i) {
-        const auto level = static_cast<Level>(i);
-        const double bytes = op.bytes(level);
-        const MemoryLevel& lv = device.level(level);
-        if (bytes <= 0 || !lv.present || !(lv.bandwidth_Bps > 0)) continue;  // Device::has_bandwidth
-        double bw = lv.bandwidth_Bps;
-        if (derated) bw *= derating_fraction(device, level);
-        t.level_evaluated[i] = true;
-        c.memory_s[i] = bytes / bw;
-        attainable = std::min(attainable, t.flops / bytes * bw);  // OpCost::arithmetic_intensity × bandwidth
+        const MemoryLevel& lv = device.level(static_cast<Level>(i));
+        t.level_evaluated[i] = op.bytes(static_cast<Level>(i)) > 0 && lv.present && lv.bandwidth_Bps > 0;
     }
-    t.attainable_flops = t.flops > 0 && std::isfinite(attainable) ? attainable : 0.0;
-    if (derated) c.overhead_s = op.launches * device.efficiency.launch_overhead_s;
     t.seconds = c.total();
     t.bound = c.bound();
     t.achieved_flops = t.seconds > 0 ? t.flops / t.seconds : 0.0;
     return t;
+}
+
+void evaluate_both(const OpCost& op, const Device& device, CeilingTimes& derated, CeilingTimes& ideal) {
+    derated = CeilingTimes{};
+    ideal = CeilingTimes{};
+    components(op, device, &derated, &ideal, nullptr);
 }
 
 double ridge_multiple(const OpCost& op, const Device& device, DType format, Level level, Unit unit) {

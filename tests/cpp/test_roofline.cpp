@@ -290,3 +290,30 @@ TEST_CASE("evaluate(): seconds and bound are the timing rule applied to its Ceil
             }
         }
 }
+
+TEST_CASE("evaluate_both gives evaluate's components under both ceilings, exactly") {
+    const DeviceDB& dbs = db();
+    Format q4 = parse_format("q4_k");
+    OpCost serial = ops::gemm(512, 4096, 4096, format_of(DType::fp16), q4, format_of(DType::fp16), ops::GemmOptions{Unit::matrix, 0, 1, false});
+    serial.set_utilization(Unit::matrix, 0.6);
+    serial.add_flops(Unit::vector, DType::int32, 1e9);
+    const std::vector<OpCost> ops_ = {ops::gemm(4096, 4096, 4096, DType::fp16), ops::gemv(8192, 8192, DType::bf16), serial,
+                                      ops::attention({2, 32, 1024, 1024, 128, true, 8}, format_of(DType::bf16), ops::AttentionKind::standard),
+                                      ops::rmsnorm(512, 4096, format_of(DType::fp32)), ops::gemm(0, 0, 0, DType::fp16)};
+    for (const char* id : {"a100-sxm-80gb", "h100-sxm", "m4-pro-20c", "rtx-4090", "mi300x"}) {
+        const Device& d = dbs.get(id);
+        for (const OpCost& op : ops_) {
+            CAPTURE(id);
+            CeilingTimes der, ide;
+            evaluate_both(op, d, der, ide);
+            for (const auto& [got, want] : {std::pair{der, evaluate(op, d, Ceilings::derated).times},
+                                           std::pair{ide, evaluate(op, d, Ceilings::ideal).times}}) {
+                CHECK(got.matrix_s == want.matrix_s);
+                CHECK(got.vector_s == want.vector_s);
+                CHECK(got.serial_s == want.serial_s);
+                CHECK(got.overhead_s == want.overhead_s);
+                for (std::size_t i = 0; i < kNumLevels; ++i) CHECK(got.memory_s[i] == want.memory_s[i]);
+            }
+        }
+    }
+}

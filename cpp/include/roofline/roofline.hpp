@@ -98,6 +98,8 @@ struct Timing {
 /// divided by its utilization when derated; terms not `overlapped` (FlopTerm) are serial when derated. A level the
 /// device gives no bandwidth for is not a ceiling. Zero FLOPs and zero bytes are valid.
 Timing evaluate(const OpCost& op, const Device& device, Ceilings ceilings = Ceilings::derated);
+/// evaluate(op, device, derated).times and evaluate(op, device, ideal).times at once (one peak lookup per term).
+void evaluate_both(const OpCost& op, const Device& device, CeilingTimes& derated, CeilingTimes& ideal);
 
 /// The roof itself, for drawing it: attainable FLOP/s at arithmetic intensity `intensity` (FLOP per byte at
 /// `level`) = min(peak FLOP/s of `format` on `unit`, intensity × the level's bandwidth), the peak being the one
