@@ -42,6 +42,7 @@ void register_engine(py::module_& m) {
         .def_readonly("prefill_ubatch_tokens", &EngineBackend::prefill_ubatch_tokens, "prompt micro-batch (0: whole prompt)")
         .def_readonly("flash_attention_version", &EngineBackend::flash_attention_version)
         .def_readonly("decode_attention_per_query_head", &EngineBackend::decode_attention_per_query_head)
+        .def_readonly("decode_attention_alu_ops_per_mac", &EngineBackend::decode_attention_alu_ops_per_mac)
         .def_property_readonly(
             "sources",
             [](const EngineBackend& b) {

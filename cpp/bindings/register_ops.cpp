@@ -89,16 +89,19 @@ void register_ops(py::module_& m) {
     m.def(
         "decode_attention",
         [](double batch, double heads, std::optional<double> kv_heads, double context, double head_dim,
-           const std::string& dtype, const opt_str& kv_dtype, const std::string& kind, bool per_query_head) {
+           const std::string& dtype, const opt_str& kv_dtype, const std::string& kind, bool per_query_head,
+           double alu_ops_per_mac) {
             const Format act = parse_format(dtype);
             return ops::decode_attention(batch, heads, kv_heads.value_or(heads), context, head_dim, act,
-                                         fmt_or(kv_dtype, act), ops::parse_attention_kind(kind), 0, per_query_head);
+                                         fmt_or(kv_dtype, act), ops::parse_attention_kind(kind), 0, per_query_head,
+                                         alu_ops_per_mac);
         },
         py::arg("batch"), py::arg("heads"), py::arg("kv_heads") = py::none(), py::arg("context") = 1.0,
         py::arg("head_dim") = 128.0, py::arg("dtype") = "fp16", py::kw_only(), py::arg("kv_dtype") = py::none(),
-        py::arg("kind") = "flash", py::arg("per_query_head") = false,
+        py::arg("kind") = "flash", py::arg("per_query_head") = false, py::arg("alu_ops_per_mac") = 0.0,
         "One new token per sequence attending a KV cache of `context` tokens; per_query_head=True: one thread block "
-        "per query head, the group's re-reads of the cache served by L2 (and dequantized again)");
+        "per query head, the group's re-reads of the cache served by L2 (and dequantized again); alu_ops_per_mac: "
+        "the kernel's thread instructions per multiply-add, as int32 vector work");
     m.def(
         "kv_append",
         [](double batch, double tokens, double kv_heads, double head_dim, const std::string& dtype, const opt_str& kv_dtype) {

@@ -204,7 +204,7 @@ const std::vector<std::string>& backend_keys() {
             "logits_last_token_only",
             "runtime_overhead_GB", "all_reduce", "collective_step_latency_us", "vocab_parallel", "bandwidth_fraction",
             "op_kernels", "prefill_ubatch_tokens", "flash_attention_version", "decode_attention_per_query_head",
-            "attention_score_bytes",
+            "decode_attention_alu_ops_per_mac", "attention_score_bytes",
             "prediction_interval"};
         k.insert(k.end(), serving_keys().begin(), serving_keys().end());
         return k;
@@ -277,6 +277,8 @@ void apply_backend(EngineBackend& b, JsonObject o, const nlohmann::json& raw) {
     }
     if (o.has("decode_attention_per_query_head"))
         b.decode_attention_per_query_head = flag_value(o, "decode_attention_per_query_head", b);
+    if (o.has("decode_attention_alu_ops_per_mac"))
+        b.decode_attention_alu_ops_per_mac = number_value(o, "decode_attention_alu_ops_per_mac", b, 0, 1000);
     if (o.has("attention_score_bytes")) b.attention_score_bytes = number_value(o, "attention_score_bytes", b, 0, 64);
     // continuous batching (ServingPolicy): any of its keys makes the backend a serving one
     ServingPolicy& sv = b.serving;
@@ -550,6 +552,7 @@ std::string Engine::to_json(int indent) const {
         x["prefill_ubatch_tokens"] = prop(b, "prefill_ubatch_tokens", b.prefill_ubatch_tokens);
         x["flash_attention_version"] = prop(b, "flash_attention_version", b.flash_attention_version);
         x["decode_attention_per_query_head"] = prop(b, "decode_attention_per_query_head", b.decode_attention_per_query_head);
+        x["decode_attention_alu_ops_per_mac"] = prop(b, "decode_attention_alu_ops_per_mac", b.decode_attention_alu_ops_per_mac);
         x["attention_score_bytes"] = prop(b, "attention_score_bytes", b.attention_score_bytes);
         const PredictionInterval& pi = b.interval;
         x["prediction_interval"] = prop(b, "prediction_interval",

@@ -458,6 +458,7 @@ PhaseOptions phase_options(const EngineBackend& e, std::string_view engine_id, c
     o.flash_attention_version = e.flash_attention_version;
     o.attention_score_bytes = e.attention_score_bytes;
     o.decode_attention_per_query_head = e.decode_attention_per_query_head;
+    o.decode_attention_alu_ops_per_mac = e.decode_attention_alu_ops_per_mac;
     return o;
 }
 
@@ -510,7 +511,8 @@ OpCost slot_cost(const OpSlot& s, const PhaseOptions& options, double batch, dou
             } else if (tokens == 1) {
                 const double c = s.window > 0 ? std::min(context, s.window) : context;
                 op = ops::decode_attention(batch, s.heads, s.kv_heads, c, s.head_dim, act, options.kv, options.attention,
-                                           options.attention_score_bytes, options.decode_attention_per_query_head);
+                                           options.attention_score_bytes, options.decode_attention_per_query_head,
+                                           options.decode_attention_alu_ops_per_mac);
             } else {
                 const double kv_len = s.window > 0 ? std::min(context, s.window + tokens - 1) : context;
                 // K and V of every position (the past and the new ones just appended) read from the cache in its

@@ -65,6 +65,8 @@ class EngineBackend:
     flash_attention_version: CoreAttribute[int] = CoreAttribute("1: K/V blocks outermost; 2: a Q block resident")
     decode_attention_per_query_head: CoreAttribute[bool] = CoreAttribute(
         "decode reads the KV cache once per query head (no K/V sharing within a GQA group)")
+    decode_attention_alu_ops_per_mac: CoreAttribute[float] = CoreAttribute(
+        "thread instructions the decode attention kernel issues per multiply-add, per query head (0: not counted)")
 
     @property
     def linear_kernels(self) -> List[LinearKernel]:

@@ -95,13 +95,16 @@ def attention(batch: float, heads: float, seq_q: float, seq_kv: Optional[float] 
 
 def decode_attention(batch: float, heads: float, kv_heads: Optional[float] = None, context: float = 1.0,
                      head_dim: float = 128.0, dtype: str = "fp16", *, kv_dtype: Optional[str] = None,
-                     kind: str = "flash", per_query_head: bool = False) -> OpCost:
+                     kind: str = "flash", per_query_head: bool = False, alu_ops_per_mac: float = 0.0) -> OpCost:
     """One new token per sequence attending a KV cache of ``context`` tokens (``kv_heads`` default ``heads``).
     ``per_query_head``: the kernel runs a thread block per query head (TensorRT-LLM's masked MHA before XQA), so
-    the other query heads of a group read the cache again from L2 and dequantize it again."""
+    the other query heads of a group read the cache again from L2 and dequantize it again. ``alu_ops_per_mac``: the
+    thread instructions the kernel issues per multiply-add of q·k and p·v (TensorRT-LLM 0.6.1's: 5.3), counted as
+    int32 vector work, which runs at the SM's instruction issue rate."""
     per_query_head = _validate.flag(per_query_head, "per_query_head", "decode_attention")
+    _validate.number(alu_ops_per_mac, "alu_ops_per_mac", "decode_attention")
     return OpCost(_ops.decode_attention(batch, heads, kv_heads, context, head_dim, dtype, kv_dtype=kv_dtype,
-                                        kind=kind, per_query_head=per_query_head))
+                                        kind=kind, per_query_head=per_query_head, alu_ops_per_mac=alu_ops_per_mac))
 
 
 def kv_append(batch: float, tokens: float, kv_heads: float, head_dim: float, dtype: str = "fp16", *,

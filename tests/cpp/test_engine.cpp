@@ -51,6 +51,7 @@ const char* const kTinyEngine = R"({
       "prefill_ubatch_tokens": {"value": 0, "source": "made up"},
       "flash_attention_version": {"value": 2, "source": "made up"},
       "decode_attention_per_query_head": {"value": false, "source": "made up"},
+      "decode_attention_alu_ops_per_mac": {"value": 0, "source": "made up"},
       "attention_score_bytes": {"value": 0, "source": "made up"},
       "prediction_interval": {"value": {"coverage": 0.8, "decode": [0.9, 1.1], "prefill": [0.8, 1.2],
                               "device_families": ["toy"], "weight_formats": ["Q4_0"], "widen": 2}, "source": "made up"}
@@ -84,6 +85,7 @@ const char* const kFullEngine = R"({
       "prefill_ubatch_tokens": {"value": 512, "source": "s11"},
       "flash_attention_version": {"value": 1, "source": "s12"},
       "decode_attention_per_query_head": {"value": true, "source": "s12b"},
+      "decode_attention_alu_ops_per_mac": {"value": 5.3, "source": "s12c"},
       "attention_score_bytes": {"value": 24, "source": "s13"},
       "prediction_interval": {"value": {"coverage": 0.8, "decode": [0.95, 1.05], "prefill": [0.9, 1.15],
                               "device_families": ["apple-m1", "apple-m2"], "weight_formats": ["*"], "widen": 3},
@@ -98,7 +100,7 @@ const std::vector<std::string> kProperties = {"kernel_fixed_cost_scale", "activa
                                               "logits_last_token_only",  "runtime_overhead_GB", "all_reduce",
                                               "collective_step_latency_us", "vocab_parallel", "bandwidth_fraction",
                                               "op_kernels", "prefill_ubatch_tokens", "flash_attention_version",
-                                              "decode_attention_per_query_head", "attention_score_bytes",
+                                              "decode_attention_per_query_head", "decode_attention_alu_ops_per_mac", "attention_score_bytes",
                                               "prediction_interval"};
 
 void check_error(const std::string& text, const std::vector<std::string>& expected, const std::vector<Engine>* bases = nullptr) {
@@ -132,6 +134,7 @@ void check_same_backend(const EngineBackend& a, const EngineBackend& b) {
     CHECK(a.prefill_ubatch_tokens == b.prefill_ubatch_tokens);
     CHECK(a.flash_attention_version == b.flash_attention_version);
     CHECK(a.decode_attention_per_query_head == b.decode_attention_per_query_head);
+    CHECK(a.decode_attention_alu_ops_per_mac == b.decode_attention_alu_ops_per_mac);
     CHECK(a.attention_format == b.attention_format);
     CHECK(a.attention_score_bytes == b.attention_score_bytes);
     CHECK(a.interval.coverage == b.interval.coverage);
@@ -258,6 +261,10 @@ TEST_CASE("trt-llm-0.6 is trt-llm with 0.6.1's masked MHA (a thread block per qu
     CHECK(o.all_reduce == AllReduce::ring);
     CHECK(n.all_reduce == AllReduce::two_shot);
     CHECK(o.sources.at("decode_attention_per_query_head").source.find("hi_kv = hi / qhead_per_kv") != std::string::npos);
+    // its instructions per multiply-add, counted in its SASS; today's engine is not counted
+    CHECK(o.decode_attention_alu_ops_per_mac == doctest::Approx(5.3));
+    CHECK(o.sources.at("decode_attention_alu_ops_per_mac").source.find("SASS") != std::string::npos);
+    CHECK(n.decode_attention_alu_ops_per_mac == 0);
     // the serving fit's parameters are trt-llm's, inherited with their source
     for (const char* key : {"bandwidth_fraction", "host_per_sequence_us"}) {
         CAPTURE(key);
@@ -272,6 +279,8 @@ TEST_CASE("trt-llm-0.6 is trt-llm with 0.6.1's masked MHA (a thread block per qu
         CAPTURE(id);
         CHECK_FALSE(db.get(id).backend("any").decode_attention_per_query_head);
         CHECK_FALSE(db.get(id).backend("any").sources.at("decode_attention_per_query_head").source.empty());
+        CHECK(db.get(id).backend("any").decode_attention_alu_ops_per_mac == 0);
+        CHECK_FALSE(db.get(id).backend("any").sources.at("decode_attention_alu_ops_per_mac").source.empty());
     }
 }
 

@@ -218,6 +218,23 @@ TEST_CASE("decode attention per query head: DRAM once per KV head, L2 and dequan
     }
 }
 
+TEST_CASE("decode attention's instructions per multiply-add: int32 issue work per query head, racing the loads") {
+    const Format f16 = format_of(DType::fp16), kv = parse_kv_format("f16");
+    // Llama-2-70B at TP4: 16 query heads, 2 KV heads, a 2048-token cache, batch 8
+    const OpCost plain = ops::decode_attention(8, 16, 2, 2048, 128, f16, kv, ops::AttentionKind::flash, 0, true);
+    const OpCost counted = ops::decode_attention(8, 16, 2, 2048, 128, f16, kv, ops::AttentionKind::flash, 0, true, 5.3);
+    double alu = 0;
+    for (const FlopTerm& t : counted.flop_terms)
+        if (t.unit == Unit::vector && t.format == DType::int32) {
+            alu += t.flops;
+            CHECK(t.overlapped);
+        }
+    CHECK(alu == doctest::Approx(5.3 * 8 * 16 * 2.0 * 2048 * 128));  // per query head: MHA or GQA alike
+    CHECK(counted.flops() == doctest::Approx(plain.flops() + alu));
+    CHECK(counted.bytes(Level::dram) == plain.bytes(Level::dram));  // the traffic is unchanged
+    CHECK_THROWS_AS(ops::decode_attention(8, 16, 2, 2048, 128, f16, kv, ops::AttentionKind::flash, 0, true, -1), InvalidArgument);
+}
+
 TEST_CASE("causal masking halves flash work, not standard work") {
     const Format f16 = format_of(DType::fp16);
     AttentionShape s{1, 1, 1024, 1024, 64, true};

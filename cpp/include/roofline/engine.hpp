@@ -130,6 +130,11 @@ struct EngineBackend {
     /// a GQA group's other query heads read it again from L2 and dequantize it again (ops::decode_attention's
     /// per_query_head); false: the group shares the loads (or L2 serves them at no cost)
     bool decode_attention_per_query_head = false;
+    /// Thread instructions the decode attention kernel issues on the CUDA cores (or SIMD lanes) per multiply-add of
+    /// q·k and p·v, its loads, conversions, reductions and FMAs counted (from its machine code), timed on int32
+    /// lanes, whose rate per SM and clock is the schedulers' issue rate; per query head. 0: not counted (the
+    /// multiply-adds alone, on the activation format's units).
+    double decode_attention_alu_ops_per_mac = 0;
     /// DRAM bytes per attention score element on the standard (non-flash) path: S and P written and read, through
     /// whatever format conversions the engine's kernels make (0: four passes in the activation format)
     double attention_score_bytes = 0;

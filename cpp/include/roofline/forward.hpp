@@ -38,6 +38,7 @@ struct PhaseOptions {
     int flash_attention_version = 2;             ///< the loop order of the engine's flash attention (1, 2 or 3)
     double attention_score_bytes = 0;            ///< EngineBackend::attention_score_bytes (standard attention)
     bool decode_attention_per_query_head = false;  ///< EngineBackend::decode_attention_per_query_head
+    double decode_attention_alu_ops_per_mac = 0;   ///< EngineBackend::decode_attention_alu_ops_per_mac
     bool logits_last_token_only = true;          ///< prefill computes the output head for the last token only
     bool fused_qkv = false;                      ///< attn_q, attn_k, attn_v of one format run as one "attn_qkv" GEMM
     bool vocab_parallel = true;                  ///< tensor parallel splits the output head by vocabulary (else replicated)

@@ -167,8 +167,10 @@ double decode_score_passes(double& read, double& written, double batch, double h
 }  // namespace
 
 OpCost decode_attention(double batch, double heads, double kv_heads, double context, double head_dim,
-                        const Format& act, const Format& kv, AttentionKind kind, double score_bytes, bool per_query_head) {
+                        const Format& act, const Format& kv, AttentionKind kind, double score_bytes, bool per_query_head,
+                        double alu_ops_per_mac) {
     check_size("decode_attention score_bytes", score_bytes);
+    check_size("decode_attention alu_ops_per_mac", alu_ops_per_mac);
     check_count("decode_attention batch", batch);
     check_count("decode_attention heads", heads);
     check_count("decode_attention kv_heads", kv_heads);
@@ -183,6 +185,8 @@ OpCost decode_attention(double batch, double heads, double kv_heads, double cont
     op.name = std::string(attention_kind_name(kind)) + "_decode_attention";
     op.add_flops(Unit::matrix, act.compute, batch * heads * 4.0 * context * head_dim);
     op.add_flops(Unit::vector, act.compute, batch * softmax_flops(heads, context));
+    // the kernel's instructions per multiply-add (2·context·head_dim of them per query head), on the issue-rate lanes
+    if (alu_ops_per_mac > 0) op.add_flops(Unit::vector, DType::int32, alu_ops_per_mac * batch * heads * 2.0 * context * head_dim);
     op.add_dequant(kv, cache_elements);
     double read = kv_bytes(batch, context, kv_heads, head_dim, kv) + batch * heads * head_dim * ea;
     double written = batch * heads * head_dim * ea;

@@ -477,6 +477,9 @@ class EngineBackend:
     def collective_step_latency_s(self) -> float:
         ...
     @property
+    def decode_attention_alu_ops_per_mac(self) -> float:
+        ...
+    @property
     def decode_attention_per_query_head(self) -> bool:
         ...
     @property

@@ -10,9 +10,9 @@ def attention(batch: typing.SupportsFloat | typing.SupportsIndex, heads: typing.
     """
     Attention over seq_q queries and seq_kv keys: kind='standard' materialises scores in DRAM, kind='flash' tiles them in SRAM (device=: its SRAM per compute unit and L2, or sram_bytes= / l2_bytes=); kv_heads (0: heads) and kv_dtype count K and V once per KV head in their format; backward=True adds the backward pass
     """
-def decode_attention(batch: typing.SupportsFloat | typing.SupportsIndex, heads: typing.SupportsFloat | typing.SupportsIndex, kv_heads: typing.SupportsFloat | typing.SupportsIndex | None = None, context: typing.SupportsFloat | typing.SupportsIndex = 1.0, head_dim: typing.SupportsFloat | typing.SupportsIndex = 128.0, dtype: str = 'fp16', *, kv_dtype: str | None = None, kind: str = 'flash', per_query_head: bool = False) -> rooflinepy._core.OpCost:
+def decode_attention(batch: typing.SupportsFloat | typing.SupportsIndex, heads: typing.SupportsFloat | typing.SupportsIndex, kv_heads: typing.SupportsFloat | typing.SupportsIndex | None = None, context: typing.SupportsFloat | typing.SupportsIndex = 1.0, head_dim: typing.SupportsFloat | typing.SupportsIndex = 128.0, dtype: str = 'fp16', *, kv_dtype: str | None = None, kind: str = 'flash', per_query_head: bool = False, alu_ops_per_mac: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> rooflinepy._core.OpCost:
     """
-    One new token per sequence attending a KV cache of `context` tokens; per_query_head=True: one thread block per query head, the group's re-reads of the cache served by L2 (and dequantized again)
+    One new token per sequence attending a KV cache of `context` tokens; per_query_head=True: one thread block per query head, the group's re-reads of the cache served by L2 (and dequantized again); alu_ops_per_mac: the kernel's thread instructions per multiply-add, as int32 vector work
     """
 def elementwise(n: typing.SupportsFloat | typing.SupportsIndex, flops_per_element: typing.SupportsFloat | typing.SupportsIndex = 1.0, inputs: typing.SupportsFloat | typing.SupportsIndex = 1.0, outputs: typing.SupportsFloat | typing.SupportsIndex = 1.0, dtype: str = 'fp16') -> rooflinepy._core.OpCost:
     ...

@@ -90,10 +90,11 @@ OpCost attention(const AttentionShape& shape, const Format& fmt, AttentionKind k
 /// `per_query_head`: the kernel runs one thread block per query head, each loading its KV head's cache by itself
 /// (TensorRT-LLM's masked MHA before XQA): DRAM still sees the cache once per KV head (the group's blocks run
 /// together and the first load brings each row into L2), but each of the other heads/kv_heads − 1 query heads
-/// reads it again from L2 and dequantizes it again.
+/// reads it again from L2 and dequantizes it again. `alu_ops_per_mac` > 0: the thread instructions the kernel
+/// issues per multiply-add of q·k and p·v (2·context·d per query head), as int32 vector work racing the loads.
 OpCost decode_attention(double batch, double heads, double kv_heads, double context, double head_dim,
                         const Format& act, const Format& kv, AttentionKind kind = AttentionKind::flash,
-                        double score_bytes = 0, bool per_query_head = false);
+                        double score_bytes = 0, bool per_query_head = false, double alu_ops_per_mac = 0);
 
 /// Multi-head latent attention (DeepSeek-V2/V3) of one new query token per sequence over `context` cached tokens, in
 /// the absorbed form of vLLM's and SGLang's MLA decode kernels (FlashMLA, FlashInfer MLA): q_nope has been
