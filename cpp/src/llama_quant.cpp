@@ -152,6 +152,8 @@ std::string_view layer_suffix(const std::string& name) {
     if (name.rfind("blk.", 0) != 0) return name;
     std::size_t i = 4;
     while (i < name.size() && name[i] >= '0' && name[i] <= '9') ++i;
+    // "blk." + at least one digit + ".": a suffix starting with "." never equals a whole name the rules compare with
+    if (i == 4 || i >= name.size() || name[i] != '.') return name;
     return std::string_view(name).substr(i);
 }
 

@@ -398,7 +398,7 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
             }
 
     slots.reserve(st.slots.size());
-    std::vector<std::array<double, 5>> group_keys;  // utilization groups: output features, per sequence, tile, efficiency
+    std::vector<std::array<double, 6>> group_keys;  // utilization groups: output features, per sequence, tile, efficiency, stream-K
     for (std::size_t k = 0; k < st.slots.size(); ++k) {
         const OpSlot& op = st.slots[k];
         const std::vector<OpCost>& p = st.probes[k];
@@ -459,7 +459,8 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
                     // the utilization group: matrix paths with the same output features, tile and rows
                     std::uint32_t g = 0;
                     if (lp.unit == Unit::matrix) {
-                        const std::array<double, 5> key{op.n * op.groups, op.per_sequence ? 1.0 : 0.0, lp.tile_m, lp.tile_n, lp.efficiency};
+                        const std::array<double, 6> key{op.n * op.groups, op.per_sequence ? 1.0 : 0.0, lp.tile_m, lp.tile_n,
+                                                        lp.efficiency, lp.stream_k ? 1.0 : 0.0};
                         while (g < group_keys.size() && group_keys[g] != key) ++g;
                         if (g == group_keys.size()) group_keys.push_back(key);
                         groups = static_cast<std::uint32_t>(group_keys.size());
@@ -686,7 +687,7 @@ bool on_line(const OpTimes& t, const OpTimes& a, const OpTimes& d, double k) {
     const double* dx = &d.derated.matrix_s;
     for (std::size_t i = 0; i < kOpTimesDoubles; ++i) {
         const double want = x0[i] + k * dx[i];
-        if (std::abs(x[i] - want) > 1e-9 * std::max(std::abs(x[i]), std::abs(want))) return false;
+        if (!(std::abs(x[i] - want) <= 1e-9 * std::max(std::abs(x[i]), std::abs(want)))) return false;  // NaN: off it
     }
     return true;
 }

@@ -238,7 +238,7 @@ class Estimate(EstimateFields):
     the core's field table) are plain attributes, each read from the core the first time it is asked for and kept;
     ``memory`` and ``ceilings`` group some of them; ``breakdown`` is a DataFrame of the per-op rows."""
 
-    __slots__ = ("_core", "_breakdown_from", "__dict__")
+    __slots__ = ("_core", "_breakdown_from", "_rows", "__dict__")
     _FIELDS = _ESTIMATE_FIELDS + ["speculative_tokens_per_cycle"]
     _FIELD_SET = frozenset(_FIELDS)
 
@@ -252,6 +252,7 @@ class Estimate(EstimateFields):
         # million estimates pays for two fields (each is kept in __dict__ once read, then a plain attribute).
         self._core = core
         self._breakdown_from = breakdown_from
+        self._rows: Optional[List[BreakdownRow]] = None
 
     def __getattr__(self, name: str) -> Any:  # only for names not yet in __dict__
         if name in Estimate._FIELD_SET:
@@ -296,12 +297,16 @@ class Estimate(EstimateFields):
         return (self.prefill_tokens_per_s_lo, self.prefill_tokens_per_s_hi)
 
     def _breakdown_rows(self) -> List[BreakdownRow]:
-        if self._breakdown_from is not None:
-            plan, batch, prompt, gen, context = self._breakdown_from
-            self._core = plan.estimate(batch, prompt, gen, True, context)
-            self._breakdown_from = None
-        rows: List[BreakdownRow] = self._core.breakdown_rows
-        return rows
+        # the rows come from a second core estimate (made with them); the fields stay the first one's, so reading
+        # the breakdown changes no field, read or not yet read
+        if self._rows is None:
+            if self._breakdown_from is not None:
+                plan, batch, prompt, gen, context = self._breakdown_from
+                self._rows = plan.estimate(batch, prompt, gen, True, context).breakdown_rows
+                self._breakdown_from = None
+            else:
+                self._rows = self._core.breakdown_rows
+        return self._rows
 
     @property
     def breakdown(self) -> pd.DataFrame:

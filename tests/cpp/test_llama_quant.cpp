@@ -435,3 +435,20 @@ TEST_CASE("llama mix: fused QKV and MoE ffn_down follow llama.cpp's Qwen3-Coder-
         CHECK(q4km.at(down(i, "shexp")) == want);
     }
 }
+
+TEST_CASE("llama mix: a tensor's rules do not depend on the other tensors' names (per-layer memo)") {
+    // names are memoised per layer without their "blk.N." prefix; names that only look like a layer's keep their own
+    const QuantModelInfo info{"llama", 1, 32, 8, 0};
+    const QuantTensor out{"output.weight", {4096, 32000}}, odd{"blk.0output.weight", {4096, 4096}},
+        bare{"blk.output.weight", {4096, 4096}};
+    for (const QuantTensor& other : {odd, bare}) {
+        CAPTURE(other.name);
+        const auto alone_out = named_types("Q4_K_M", {out}, info), alone_other = named_types("Q4_K_M", {other}, info);
+        for (const auto& ts : {std::vector<QuantTensor>{out, other}, std::vector<QuantTensor>{other, out}}) {
+            const auto both = named_types("Q4_K_M", ts, info);
+            CHECK(both.at(out.name) == alone_out.at(out.name));
+            CHECK(both.at(other.name) == alone_other.at(other.name));
+        }
+    }
+    CHECK(named_types("Q4_K_M", {out}, info).at("output.weight") == "Q6_K");
+}

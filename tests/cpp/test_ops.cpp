@@ -61,11 +61,14 @@ TEST_CASE("gemm utilization: whole waves of tiles, unless the kernel decomposes 
     CHECK(gemm_utilization(512, 4096, 128, 128, 108) == doctest::Approx(128.0 / 216));  // two waves, the second 20/108 full
     // stream-K (llama.cpp's MMQ on NVIDIA): whole waves below 90 % busy are split evenly over the 108 SMs
     CHECK(gemm_utilization(512, 4096, 128, 128, 108, true) == doctest::Approx(1.0));
-    // at 90 % or more it launches whole tiles: 128 tiles on 132 SMs fit in one wave (97 %), on 71 SMs two waves (90.1 %)
+    // at 90 % or more it launches whole tiles: 128 tiles on 132 SMs in one wave (97 %, 4 SMs idle), on 71 SMs in two
+    // waves (90.1 %); on 160 SMs one wave would keep 80 % busy: stream-K over all of them
+    CHECK(gemm_utilization(512, 4096, 128, 128, 132, true) == doctest::Approx(128.0 / 132));
     CHECK(gemm_utilization(512, 4096, 128, 128, 71, true) == doctest::Approx(128.0 / 142));
+    CHECK(gemm_utilization(512, 4096, 128, 128, 160, true) == doctest::Approx(1.0));
     // the tiles' padding stays: 500 rows fill 500/512 of four 128-row tiles
     CHECK(gemm_utilization(500, 4096, 128, 128, 108, true) == doctest::Approx(500.0 / 512));
-    // fewer tiles than processors: split-K fills them either way
+    // far fewer tiles than processors: filled either way (split-K, stream-K)
     CHECK(gemm_utilization(64, 4096, 128, 128, 108, true) == gemm_utilization(64, 4096, 128, 128, 108));
 }
 

@@ -190,3 +190,13 @@ def test_estimate_checks_arguments_the_fast_path_lets_through_to_the_full_checks
     a = rp.estimate(**kw, batch=np.int64(4), flash_attention=np.bool_(True), prompt_tokens=np.float64(256))
     b = rp.estimate(**kw, batch=4, flash_attention=True, prompt_tokens=256)
     assert a.decode_tokens_per_s == b.decode_tokens_per_s and a.prefill_tokens_per_s == b.prefill_tokens_per_s
+
+
+def test_reading_the_breakdown_changes_no_field_of_an_estimate():
+    kw = dict(model="llama-3.1-8b", quant="Q4_K_M", device="h100-sxm", prompt_tokens=8192, gen_tokens=16, batch=4,
+              ubatch_tokens=512, flash_attention=True)
+    fresh = rp.estimate(**kw)
+    first = rp.estimate(**kw)
+    assert len(first.breakdown) > 0  # the rows before any field is read
+    assert all(getattr(first, f) == getattr(fresh, f) for f in rp.Estimate._FIELDS)
+    assert first.prefill_s == first.ttft_s

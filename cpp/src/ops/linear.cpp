@@ -78,10 +78,15 @@ double gemm_utilization(double m, double n, double tile_m, double tile_n, double
     while (tm < m && tm < tile_m) tm *= 2;
     tm = std::min(tm, tile_m);
     const double tiles = std::ceil(m / tm) * std::ceil(n / tile_n);
-    // Fewer tiles than processors: split-K spreads the reduction over the idle ones. More: whole waves, unless the
-    // kernel decomposes stream-K, which it does (llama.cpp's MMQ rule) when whole waves would use under 90 % of them
+    // Fewer tiles than processors: split-K spreads the reduction over the idle ones. More: whole waves. A stream-K
+    // kernel (llama.cpp's MMQ on NVIDIA) launches whole tiles when their waves keep at least 90 % of the processors
+    // busy (fewer tiles than processors too), else splits their K loop evenly over all of them (its fixup kernel,
+    // which adds the split tiles' partial sums, is not counted)
     double slots = tiles < units ? tiles : std::ceil(tiles / units) * units;
-    if (stream_k && tiles / slots < 0.9) slots = tiles;
+    if (stream_k) {
+        slots = std::ceil(tiles / units) * units;
+        if (tiles / slots < 0.9) slots = tiles;
+    }
     return (m * n) / (slots * tm * tile_n);
 }
 

@@ -47,8 +47,9 @@ OpCost moe_gemm(double tokens, double top_k, double experts, double n, double k,
 /// one per processor at a time: (m·n) / (tiles padded to whole tiles, and to whole waves of `units`). The row
 /// tile is the smallest power of two from 16 (the MMA minimum) to tile_m that covers m, so small m wastes at
 /// most a 16-row tile's padding; with fewer tiles than processors split-K fills the rest; a tile count just
-/// above a multiple of `units` wastes most of a wave. `stream_k`: the kernel spreads the K loop of its tiles evenly
-/// over the processors where whole waves would keep under 90 % of them busy (no wave lost, only the tiles' padding).
+/// above a multiple of `units` wastes most of a wave. `stream_k`: the kernel launches whole tiles where their waves
+/// keep at least 90 % of the processors busy (fewer tiles than processors included), else spreads the K loop of its
+/// tiles evenly over all of them (no wave lost, only the tiles' padding).
 double gemm_utilization(double m, double n, double tile_m, double tile_n, double units, bool stream_k = false);
 
 }  // namespace roofline::ops
