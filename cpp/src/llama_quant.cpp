@@ -400,9 +400,9 @@ std::vector<int> llama_mix_types(std::string_view mix, const std::vector<QuantTe
     std::vector<NameFacts> facts;
     facts.reserve(tensors.size());
     for (const auto& t : tensors) {
-        auto it = by_suffix.find(layer_suffix(t.name));
-        if (it == by_suffix.end())
-            it = by_suffix.emplace(layer_suffix(t.name), NameFacts{role_of(t.name), name_allows_quantization(t.name, options)}).first;
+        const std::string_view key = layer_suffix(t.name);
+        auto it = by_suffix.find(key);
+        if (it == by_suffix.end()) it = by_suffix.emplace(key, NameFacts{role_of(t.name), name_allows_quantization(t.name, options)}).first;
         facts.push_back(it->second);
         const Role r = it->second.role;
         if (is_v_like(r)) ++s.n_attention_wv;

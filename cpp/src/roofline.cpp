@@ -101,8 +101,9 @@ double derating_fraction(const Device& device, Level level) {
 namespace {
 // The compute and memory components of `op` under derated ceilings (into `d`, if given) and ideal ones (into `i`,
 // if given): one peak lookup per FLOP term for both. `attainable` (if given) gets the roofline at the op's
-// intensities under the first of the two asked for.
-void components(const OpCost& op, const Device& device, CeilingTimes* d, CeilingTimes* i, double* attainable) {
+// intensities under the first of the two asked for, `evaluated` (if given) the levels that are ceilings.
+void components(const OpCost& op, const Device& device, CeilingTimes* d, CeilingTimes* i, double* attainable,
+                std::array<bool, kNumLevels>* evaluated) {
     for (const auto& term : op.flop_terms) {
         if (term.flops <= 0) continue;
         const ComputePeak& peak = device.execution_peak(term.format, term.unit);
@@ -122,6 +123,7 @@ void components(const OpCost& op, const Device& device, CeilingTimes* d, Ceiling
         const double bytes = op.bytes(level);
         const MemoryLevel& lv = device.level(level);
         if (bytes <= 0 || !lv.present || !(lv.bandwidth_Bps > 0)) continue;  // Device::has_bandwidth
+        if (evaluated) (*evaluated)[k] = true;
         const double derated_bw = lv.bandwidth_Bps * derating_fraction(device, level);
         if (d) d->memory_s[k] = bytes / derated_bw;
         if (i) i->memory_s[k] = bytes / lv.bandwidth_Bps;
@@ -138,11 +140,7 @@ Timing evaluate(const OpCost& op, const Device& device, Ceilings ceilings) {
     t.ceilings = ceilings;
     t.flops = op.flops();
     CeilingTimes& c = t.times;
-    components(op, device, derated ? &c : nullptr, derated ? nullptr : &c, &t.attainable_flops);
-    for (std::size_t i = 0; i < kNumLevels; ++i) {
-        const MemoryLevel& lv = device.level(static_cast<Level>(i));
-        t.level_evaluated[i] = op.bytes(static_cast<Level>(i)) > 0 && lv.present && lv.bandwidth_Bps > 0;
-    }
+    components(op, device, derated ? &c : nullptr, derated ? nullptr : &c, &t.attainable_flops, &t.level_evaluated);
     t.seconds = c.total();
     t.bound = c.bound();
     t.achieved_flops = t.seconds > 0 ? t.flops / t.seconds : 0.0;
@@ -152,7 +150,7 @@ Timing evaluate(const OpCost& op, const Device& device, Ceilings ceilings) {
 void evaluate_both(const OpCost& op, const Device& device, CeilingTimes& derated, CeilingTimes& ideal) {
     derated = CeilingTimes{};
     ideal = CeilingTimes{};
-    components(op, device, &derated, &ideal, nullptr);
+    components(op, device, &derated, &ideal, nullptr, nullptr);
 }
 
 double ridge_multiple(const OpCost& op, const Device& device, DType format, Level level, Unit unit) {

@@ -82,11 +82,8 @@ double gemm_utilization(double m, double n, double tile_m, double tile_n, double
     // kernel (llama.cpp's MMQ on NVIDIA) launches whole tiles when their waves keep at least 90 % of the processors
     // busy (fewer tiles than processors too), else splits their K loop evenly over all of them (its fixup kernel,
     // which adds the split tiles' partial sums, is not counted)
-    double slots = tiles < units ? tiles : std::ceil(tiles / units) * units;
-    if (stream_k) {
-        slots = std::ceil(tiles / units) * units;
-        if (tiles / slots < 0.9) slots = tiles;
-    }
+    double slots = std::ceil(tiles / units) * units;
+    if (stream_k ? tiles / slots < 0.9 : tiles < units) slots = tiles;
     return (m * n) / (slots * tm * tile_n);
 }
 
