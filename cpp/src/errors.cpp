@@ -90,23 +90,19 @@ void throw_range_error(std::string_view name, double value, double lo, double hi
     os << name << " must be within [" << lo << ", " << hi << "], got " << value;
     throw InvalidArgument(os.str());
 }
-}  // namespace detail
 
-double check_count(std::string_view name, double value) {
+void throw_count_error(std::string_view name, double value) {
+    std::ostringstream os;
     if (!std::isfinite(value) || value < 0 || std::floor(value) != value) {
-        std::ostringstream os;
         os << name << " must be a whole number >= 0, got " << value;
-        throw InvalidArgument(os.str());
-    }
-    if (value > kMaxCount) {
-        std::ostringstream os;
+    } else {
         os.precision(17);
         os << name << " must be a whole number >= 0 and at most 2^53 = " << kMaxCount
            << " (the largest count a double holds exactly), got " << value;
-        throw InvalidArgument(os.str());
     }
-    return value;
+    throw InvalidArgument(os.str());
 }
+}  // namespace detail
 
 
 }  // namespace roofline

@@ -44,6 +44,7 @@ std::string unknown_name_message(std::string_view what, std::string_view bad,
 namespace detail {
 [[noreturn]] void throw_size_error(std::string_view name, double value, bool strictly_positive);
 [[noreturn]] void throw_range_error(std::string_view name, double value, double lo, double hi);
+[[noreturn]] void throw_count_error(std::string_view name, double value);
 }  // namespace detail
 
 /// Throws InvalidArgument unless `value` is finite and >= 0 (or > 0 when `strictly_positive`). Inline: the checks
@@ -58,10 +59,13 @@ inline constexpr double kMaxCount = 9007199254740992.0;
 /// prefill is ~1e17 FLOPs), low enough that sums over ops and steps, and times on any valid device, stay finite.
 inline constexpr double kMaxOpCount = 1e30;
 
-/// A count of things (a size, a token count): finite, >= 0, a whole number and at most kMaxCount. Returns it.
-double check_count(std::string_view name, double value);
 /// Whether check_count accepts `value` (for a caller that builds the name only when it must report).
 inline bool is_count(double value) { return value >= 0 && value <= kMaxCount && std::floor(value) == value; }
+/// A count of things (a size, a token count): finite, >= 0, a whole number and at most kMaxCount. Returns it.
+inline double check_count(std::string_view name, double value) {
+    if (!is_count(value)) detail::throw_count_error(name, value);  // the hot path is one test, the message out of line
+    return value;
+}
 /// Throws InvalidArgument unless `value` is finite and within [lo, hi].
 inline double check_range(std::string_view name, double value, double lo, double hi) {
     if (value >= lo && value <= hi && value >= -std::numeric_limits<double>::max() &&
