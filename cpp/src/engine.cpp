@@ -300,8 +300,10 @@ void apply_backend(EngineBackend& b, JsonObject o, const nlohmann::json& raw) {
     serving_number("eager_launch_us", sv.eager_launch_s, 0, 1e4, 1e-6);
     serving_number("graph_reserve_GB", sv.graph_reserve_bytes, 0, 1e4, 1e9);
     if (o.has("kv_memory_of")) {
-        static const std::vector<std::string> of = {"total", "free"};
-        sv.kv_fraction_of_free = text_value(o, "kv_memory_of", b, &of) == "free";
+        static const std::vector<std::string> of = {"total", "free", "static"};
+        const std::string v = text_value(o, "kv_memory_of", b, &of);
+        sv.kv_memory_of = v == "free" ? ServingPolicy::KvBudget::free
+                          : v == "static" ? ServingPolicy::KvBudget::static_share : ServingPolicy::KvBudget::total;
     }
     if (o.has("kv_reservation")) {
         static const std::vector<std::string> r = {"full", "incremental"};
@@ -567,7 +569,9 @@ std::string Engine::to_json(int indent) const {
             x["max_num_tokens"] = prop(b, "max_num_tokens", sv.max_num_tokens);
             x["max_batch"] = prop(b, "max_batch", sv.max_batch);
             x["kv_memory_fraction"] = prop(b, "kv_memory_fraction", sv.kv_memory_fraction);
-            x["kv_memory_of"] = prop(b, "kv_memory_of", std::string(sv.kv_fraction_of_free ? "free" : "total"));
+            x["kv_memory_of"] = prop(b, "kv_memory_of", std::string(sv.kv_memory_of == ServingPolicy::KvBudget::free ? "free"
+                                                                  : sv.kv_memory_of == ServingPolicy::KvBudget::static_share ? "static"
+                                                                                                                             : "total"));
             x["kv_block_tokens"] = prop(b, "kv_block_tokens", sv.kv_block_tokens);
             x["kv_reservation"] = prop(b, "kv_reservation", std::string(sv.kv_reserve_full ? "full" : "incremental"));
             x["chunked_prefill"] = prop(b, "chunked_prefill", sv.chunked_prefill);

@@ -174,7 +174,12 @@ std::string serving_engines_list() {
 // weights, the activations of one full-budget pass and the reserves (TensorRT-LLM).
 double kv_budget(const ServingPlan::Impl& s, const ServingPolicy& policy, double activations) {
     const double used = s.weights + activations + s.reserve;
-    return policy.kv_fraction_of_free ? s.frac * (s.capacity - used) : s.frac * s.capacity - used;
+    switch (policy.kv_memory_of) {
+        case ServingPolicy::KvBudget::free: return s.frac * (s.capacity - used);
+        case ServingPolicy::KvBudget::static_share: return s.frac * s.capacity - s.weights;  // the rest holds A and R
+        case ServingPolicy::KvBudget::total: break;
+    }
+    return s.frac * s.capacity - used;
 }
 
 }  // namespace

@@ -159,6 +159,20 @@ def test_gpu_memory_fraction_sizes_the_cache():
     assert kv[-1] < rp.serve(*BASE, gpu_memory_fraction=0.95, **LOAD).kv_capacity_tokens
 
 
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trt-llm"])
+def test_kv_budget_rule_of_each_engine(engine):
+    # vLLM: phi*C - (W + A + R); TensorRT-LLM: phi*(C - W - A - R); SGLang: phi*C - W (its fraction's complement holds
+    # the activations and reserves: kv_cache_configurator.py _profile_available_bytes)
+    e = rp.serve(*BASE, engine=engine, gpu_memory_fraction=0.8, **LOAD)
+    phi, c, w = 0.8, e.memory_capacity, e.memory_weights
+    used = w + e.memory_activations + e.memory_reserved
+    want = {"vllm": phi * c - used, "trt-llm": phi * (c - used), "sglang": phi * c - w}[engine]
+    assert e.memory_kv_cache == pytest.approx(want, rel=1e-12)
+    assert e.memory_activations > 0  # so the SGLang rule differs from vLLM's
+    backend = json.loads(rp.engine(engine).to_json())["backends"]["any"]
+    assert backend["kv_memory_of"]["value"] == {"vllm": "total", "trt-llm": "free", "sglang": "static"}[engine]
+
+
 def test_parallel_memory():
     args = ("llama-3.3-70b", "fp8", "h200-sxm")
     tp1, pp2, tp2 = (rp.serve(*args, parallel=p, **LOAD) for p in ("TP1", "PP2", "TP2"))

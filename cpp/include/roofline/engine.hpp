@@ -80,7 +80,11 @@ struct ServingPolicy {
     double max_num_tokens = 8192;    ///< token budget of one iteration (decode tokens + prefill chunk)
     double max_batch = 256;          ///< most sequences running at once (vLLM max_num_seqs, TRT-LLM max_batch_size)
     double kv_memory_fraction = 0.9; ///< share of memory the KV cache may take (vLLM gpu_memory_utilization, ...)
-    bool kv_fraction_of_free = false;  ///< true: of the memory free after weights and reserves (TRT-LLM); false: of all
+    /// What kv_memory_fraction is a share of (engine_db 'kv_memory_of'): `total` the device's memory, weights,
+    /// activations and reserves inside it (vLLM); `free` the memory left after them (TRT-LLM); `static` the device's
+    /// memory holding weights and KV cache alone, activations and reserves in the rest (SGLang mem_fraction_static).
+    enum class KvBudget : std::uint8_t { total, free, static_share };
+    KvBudget kv_memory_of = KvBudget::total;
     double kv_block_tokens = 16;     ///< tokens per KV block (paged attention)
     bool kv_reserve_full = false;    ///< true: a request reserves blocks for prompt + every output token on admission
     bool chunked_prefill = true;     ///< prompts split across iterations within the token budget
