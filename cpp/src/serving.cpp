@@ -545,8 +545,9 @@ ServingRow ServingPlan::evaluate(const ServingLoad& l, std::vector<BreakdownRow>
     const double isl = l.prompt_tokens, osl = l.gen_tokens;
     // trtllm-bench's tuning: max_batch and max_num_tokens from the KV capacity of the whole group
     // (tensorrt_llm/bench/tuning/heuristics.py: KV of every layer at max(TP, KV heads), the run's KV fraction of what
-    // the weights leave). trtllm-bench tunes both unless both are given; here a value given is kept.
-    if (policy.bench_tuning && !s.user_batch && !s.user_tokens) {
+    // the weights leave). trtllm-bench tunes both unless both are given, then keeps the one given
+    // (bench/benchmark/throughput.py: runtime_max_bs = max_batch_size or engine_bs, likewise the tokens).
+    if (policy.bench_tuning && !(s.user_batch && s.user_tokens)) {
         const Architecture& a = s.p->structure->arch;
         const double tp = s.config.parallel.tensor, pp = s.pp;
         // its KV per token: every layer at max(TP, KV heads) heads, with attention DP too; MLA's latent once
@@ -559,9 +560,11 @@ ServingRow ServingPlan::evaluate(const ServingLoad& l, std::vector<BreakdownRow>
         const double raw_bs = std::min(requests, 4096.0) / pp;
         const double raw_tok = std::min(raw_bs * (1 + isl / osl), 32768.0);
         auto up = [](double x, double q) { return std::ceil(x / q) * q; };
-        policy.max_batch = raw_bs < 256 ? std::max(64.0, up(raw_bs, 32)) : raw_bs < 1024 ? up(raw_bs, 128) : up(raw_bs, 256);
-        policy.max_num_tokens = raw_tok < 4096 ? std::max(2048.0, up(raw_tok, 256)) : raw_tok < 8192 ? up(raw_tok, 512) : up(raw_tok, 1024);
-        if (!policy.chunked_prefill) policy.max_num_tokens = std::max(policy.max_num_tokens, isl + policy.max_batch);
+        const double bs = raw_bs < 256 ? std::max(64.0, up(raw_bs, 32)) : raw_bs < 1024 ? up(raw_bs, 128) : up(raw_bs, 256);
+        double tokens = raw_tok < 4096 ? std::max(2048.0, up(raw_tok, 256)) : raw_tok < 8192 ? up(raw_tok, 512) : up(raw_tok, 1024);
+        if (!policy.chunked_prefill) tokens = std::max(tokens, isl + bs);  // get_settings, with its own batch
+        if (!s.user_batch) policy.max_batch = bs;
+        if (!s.user_tokens) policy.max_num_tokens = tokens;
     }
     Evaluator e(s, policy, l);
     if (!policy.chunked_prefill && isl > policy.max_num_tokens)

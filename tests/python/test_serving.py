@@ -173,6 +173,19 @@ def test_kv_budget_rule_of_each_engine(engine):
     assert backend["kv_memory_of"]["value"] == {"vllm": "total", "trt-llm": "free", "sglang": "static"}[engine]
 
 
+def test_trtllm_bench_tunes_the_limit_not_given():
+    # trtllm-bench (throughput.py): runtime_max_bs = max_batch_size or the tuned one, likewise the tokens
+    args = ("llama-3.1-8b", "fp8", "h100-sxm")
+    kw = dict(engine="trt-llm", prompt_tokens=1000, gen_tokens=1000)
+    tuned = rp.serve(*args, **kw)
+    only_batch = rp.serve(*args, max_batch=96, **kw)
+    assert (only_batch.max_batch, only_batch.max_num_tokens) == (96, tuned.max_num_tokens)
+    only_tokens = rp.serve(*args, max_num_tokens=3000, **kw)
+    assert (only_tokens.max_batch, only_tokens.max_num_tokens) == (tuned.max_batch, 3000)
+    both = rp.serve(*args, max_batch=96, max_num_tokens=3000, **kw)
+    assert (both.max_batch, both.max_num_tokens) == (96, 3000)
+
+
 def test_parallel_memory():
     args = ("llama-3.3-70b", "fp8", "h200-sxm")
     tp1, pp2, tp2 = (rp.serve(*args, parallel=p, **LOAD) for p in ("TP1", "PP2", "TP2"))
