@@ -374,14 +374,18 @@ public:
         }
         return e;
     }
-    double all_to_all_s(double rows, double layers = -1) const {
+    // `ideal`: the bytes at the interconnect's bandwidth alone, no step latency (the roofline's share, as the plan's
+    // all-reduce bytes are in its ideal sums)
+    double all_to_all_s(double rows, double layers = -1, bool ideal = false) const {
         if (!s_.dep || s_.ep_ranks <= 1 || rows <= 0) return 0;
         const double E = s_.ep_ranks, k = p_.structure->arch.n_expert_used;
         const double bytes = rows * k * s_.hidden * s_.act_bytes * (E - 1) / E;  // each way
-        return (layers < 0 ? s_.moe_layers : layers) * 2 * (bytes / s_.interconnect_Bps + s_.step_latency_s);
+        return (layers < 0 ? s_.moe_layers : layers) * 2 * (bytes / s_.interconnect_Bps + (ideal ? 0.0 : s_.step_latency_s));
     }
     // The MTP module's dispatch and combine over its MoE layers, per drafted token of b sequences.
-    double draft_all_to_all_s(double b) const { return s_.draft * all_to_all_s(b, s_.mtp_moe_layers); }
+    double draft_all_to_all_s(double b, bool ideal = false) const {
+        return s_.draft * all_to_all_s(b, s_.mtp_moe_layers, ideal);
+    }
 
     // Attention of b decoding sequences at context ctx: one token each, or with MTP tok_ tokens each, which the
     // engines' decode kernels (FlashMLA, FlashInfer) take in one pass over the sequence's cache (the cache read once,
@@ -401,9 +405,10 @@ public:
         add_sums(all, s_.draft, one);
         return all;
     }
-    double send_recv_s(double rows) const {  // hidden states handed from stage to stage, one pass
+    double send_recv_s(double rows, bool ideal = false) const {  // hidden states handed from stage to stage, one pass
         if (s_.pp <= 1) return 0;
-        return (s_.pp - 1) * (rows * s_.hidden * s_.act_bytes / p_.options.tensor_parallel / s_.interconnect_Bps + s_.step_latency_s);
+        return (s_.pp - 1) * (rows * s_.hidden * s_.act_bytes / p_.options.tensor_parallel / s_.interconnect_Bps +
+                              (ideal ? 0.0 : s_.step_latency_s));
     }
     // Host time of an iteration that does not replay a CUDA graph: its kernels launched one by one, hidden under
     // the GPU's time unless they are shorter.
@@ -459,7 +464,7 @@ public:
         add_sums(dec, 1, dd);
         const bool graph = b <= policy_.cuda_graph_max_batch;  // graphs captured per batch of sequences
         it.t_decode = b > 0 ? host_bound(dec, dec.seconds, graph) + all_to_all_s(rows) + draft_all_to_all_s(b) + send_recv_s(rows) : 0;
-        it.ideal_decode = b > 0 ? dec.ideal_seconds : 0;
+        it.ideal_decode = b > 0 ? dec.ideal_seconds + all_to_all_s(rows, -1, true) + draft_all_to_all_s(b, true) + send_recv_s(rows, true) : 0;
         it.decode_bound = b > 0 ? phase_bound(dec.derated) : PhaseBound::absent;
         // mixed iteration: the decodes and a chunk (its share of one prompt's attention over its chunks)
         if (it.chunk > 0) {
@@ -479,7 +484,8 @@ public:
             add_sums(mix, it.chunk / isl_, prompt_attention(it.chunk));  // the chunk's share of a prompt's attention
             it.t_mixed = host_bound(mix, mix.seconds, false) + all_to_all_s(mixed_rows) +
                          (decodes > 0 ? draft_all_to_all_s(decodes) : 0.0) + send_recv_s(mixed_rows);
-            it.ideal_mixed = mix.ideal_seconds;
+            it.ideal_mixed = mix.ideal_seconds + all_to_all_s(mixed_rows, -1, true) +
+                             (decodes > 0 ? draft_all_to_all_s(decodes, true) : 0.0) + send_recv_s(mixed_rows, true);
             it.prefill_bound = phase_bound(mix.derated);
             it.chunks_per_prompt = std::ceil(isl_ / it.chunk);
         }
@@ -701,8 +707,8 @@ ServingRow ServingPlan::evaluate(const ServingLoad& l, std::vector<BreakdownRow>
         }
     }
     r.output_tokens_per_s = rate_tok * units;
-    // the same iterations at the datasheet roofline: every pass's ideal time, no fixed cost, host time or
-    // communication beyond the plan's all-reduce bytes
+    // the same iterations at the datasheet roofline: every pass's ideal time and the bytes of its collectives and
+    // stage hand-offs at the interconnect's bandwidth; no fixed cost, step latency or host time
     r.roofline_output_tokens_per_s = e.rate(it, true) * units;
     r.requests_per_s = r.output_tokens_per_s / osl;
     r.output_tokens_per_s_per_device = r.output_tokens_per_s / r.devices;

@@ -186,6 +186,24 @@ def test_trtllm_bench_tunes_the_limit_not_given():
     assert (both.max_batch, both.max_num_tokens) == (96, 3000)
 
 
+@pytest.mark.parametrize("parallel", ["DEP8", "PP2"])
+def test_roofline_counts_the_all_to_all_and_hand_off_bytes(tmp_path, parallel):
+    # the same deployment over an interconnect of half the bandwidth: the roofline (bytes at the datasheet bandwidth,
+    # no latency) falls, and stays above the estimate
+    doc = json.load(open(rp.device("h100-sxm").origin))
+    for link in doc["interconnect"]:
+        link["bandwidth_GBps"] /= 2
+    doc["id"], doc["aliases"] = "h100-half-links", []
+    path = tmp_path / "h100-half-links.json"
+    path.write_text(json.dumps(doc))
+    args = dict(engine="trt-llm", parallel=parallel, prompt_tokens=1000, gen_tokens=1000, max_batch=256,
+                max_num_tokens=4096)
+    fast = rp.serve("qwen3-30b-a3b", "fp8", "h100-sxm", **args)
+    slow = rp.serve("qwen3-30b-a3b", "fp8", rp.load_device(path), **args)
+    assert slow.roofline_output_tokens_per_s < fast.roofline_output_tokens_per_s
+    assert slow.roofline_output_tokens_per_s >= slow.output_tokens_per_s
+
+
 def test_parallel_memory():
     args = ("llama-3.3-70b", "fp8", "h200-sxm")
     tp1, pp2, tp2 = (rp.serve(*args, parallel=p, **LOAD) for p in ("TP1", "PP2", "TP2"))
