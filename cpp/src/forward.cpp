@@ -528,9 +528,12 @@ OpCost slot_cost(const OpSlot& s, const PhaseOptions& options, double batch, dou
     }
     op.name = s.name;
     if (!options.op_kernels->empty()) {  // the engine launches another number of kernels for this op
-        std::string key = s.name;
-        if (s.kind == SlotKind::attention)
-            key = std::string(tokens == 1 ? "decode_attention_" : "attention_") + std::string(ops::attention_kind_name(options.attention));
+        // attention's keys: [decode][flash] (built once: this runs for every micro-batch of every prompt)
+        static const std::string attention_keys[2][2] = {{"attention_standard", "attention_flash"},
+                                                         {"decode_attention_standard", "decode_attention_flash"}};
+        const std::string& key = s.kind == SlotKind::attention
+                                     ? attention_keys[tokens == 1][options.attention == ops::AttentionKind::flash]
+                                     : s.name;
         if (const auto it = options.op_kernels->find(key); it != options.op_kernels->end()) op.launches = it->second;
     }
     return op;

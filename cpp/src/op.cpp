@@ -59,7 +59,6 @@ void OpCost::add_flops(Unit unit, DType format, double n, double utilization, bo
             return;
         }
     }
-    if (flop_terms.empty()) flop_terms.reserve(4);  // ops have a few terms: one allocation, not one per term
     flop_terms.push_back({unit, format, n, utilization, overlapped});
 }
 

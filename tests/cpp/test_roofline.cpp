@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <stdexcept>
 
 using namespace roofline;
 
@@ -115,6 +116,28 @@ TEST_CASE("attainable_flops draws the roof: slope = bandwidth, knee at the ridge
     CHECK_THROWS_AS(attainable_flops(a100, NAN, DType::fp16), InvalidArgument);
     CHECK(attainable_flops(a100, 1.0, DType::fp16, Level::l2) == doctest::Approx(5400e9));  // gpu-benches' L2 read
     CHECK_THROWS_AS(attainable_flops(db().get("rtx-4090"), 1.0, DType::fp16, Level::l2), NotFound);  // L2 capacity only
+}
+
+TEST_CASE("an op's FLOP terms: four in place, more spill to the heap in order; copies and sums keep them") {
+    const DType formats[] = {DType::fp16, DType::bf16, DType::fp32, DType::int8, DType::fp8_e4m3, DType::int32};
+    OpCost op;
+    for (std::size_t i = 0; i < 6; ++i) {
+        op.add_flops(Unit::matrix, formats[i], 1.0 + static_cast<double>(i));
+        REQUIRE(op.flop_terms.size() == i + 1);
+    }
+    op.add_flops(Unit::matrix, DType::fp16, 10);  // merges with the first term, wherever it is stored
+    const OpCost copy = op;
+    for (const OpCost* o : {static_cast<const OpCost*>(&op), &copy}) {
+        REQUIRE(o->flop_terms.size() == 6);
+        for (std::size_t i = 0; i < 6; ++i) {
+            CHECK(o->flop_terms[i].format == formats[i]);
+            CHECK(o->flop_terms.at(i).flops == (i == 0 ? 11.0 : 1.0 + static_cast<double>(i)));
+        }
+        CHECK_THROWS_AS(o->flop_terms.at(6), std::out_of_range);
+    }
+    CHECK(copy.flops() == doctest::Approx(11 + 2 + 3 + 4 + 5 + 6));
+    CHECK((copy + copy).flops() == doctest::Approx(2 * 31.0));
+    CHECK(copy.scaled(3).flops(Unit::matrix, DType::int32) == doctest::Approx(18));
 }
 
 TEST_CASE("work not overlapped with memory adds to the derated time; the ideal roofline overlaps it") {

@@ -6,6 +6,8 @@
 #include "roofline/format.hpp"
 
 #include <array>
+#include <cstddef>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -24,12 +26,51 @@ struct FlopTerm {
     bool overlapped = true;
 };
 
+/// An op's FLOP terms: up to four held in place (ops have one to three: an OpCost is built without allocating
+/// for them), more on the heap. A vector's interface, as far as the code uses one.
+class FlopTerms {
+public:
+    using value_type = FlopTerm;
+    using iterator = FlopTerm*;
+    using const_iterator = const FlopTerm*;
+
+    std::size_t size() const { return size_; }
+    bool empty() const { return size_ == 0; }
+    FlopTerm* begin() { return data(); }
+    FlopTerm* end() { return data() + size_; }
+    const FlopTerm* begin() const { return data(); }
+    const FlopTerm* end() const { return data() + size_; }
+    FlopTerm& operator[](std::size_t i) { return data()[i]; }
+    const FlopTerm& operator[](std::size_t i) const { return data()[i]; }
+    const FlopTerm& at(std::size_t i) const {
+        if (i >= size_) throw std::out_of_range("FlopTerms::at: index " + std::to_string(i) + " of " + std::to_string(size_));
+        return data()[i];
+    }
+    void push_back(const FlopTerm& t) {
+        if (heap_.empty() && size_ < kInPlace) {
+            in_place_[size_++] = t;
+            return;
+        }
+        if (heap_.empty()) heap_.assign(in_place_.begin(), in_place_.end());  // the fifth: all move to the heap
+        heap_.push_back(t);
+        ++size_;
+    }
+
+private:
+    static constexpr std::size_t kInPlace = 4;
+    FlopTerm* data() { return heap_.empty() ? in_place_.data() : heap_.data(); }
+    const FlopTerm* data() const { return heap_.empty() ? in_place_.data() : heap_.data(); }
+    std::array<FlopTerm, kInPlace> in_place_{};
+    std::vector<FlopTerm> heap_;  // empty while the terms fit in place, else all of them
+    std::size_t size_ = 0;
+};
+
 /// Counts are doubles: exact for integers below 2^53, and closed-form sums over millions of steps stay exact
 /// enough while never overflowing: one op counts at most kMaxOpCount FLOPs, and bytes per level (errors.hpp). Bytes at a level are the bytes that cross that level's interface.
 /// Every DRAM byte also passes through L2, so the builders charge DRAM traffic to L2 as well.
 struct OpCost {
     std::string name;
-    std::vector<FlopTerm> flop_terms;
+    FlopTerms flop_terms;
     std::array<double, kNumLevels> bytes_read{};
     std::array<double, kNumLevels> bytes_written{};
     double launches = 0;

@@ -67,7 +67,9 @@ OpCost attention(const AttentionShape& s, const Format& fmt, AttentionKind kind,
     const double KV = kv_bytes(s.batch, M, kv_heads, d, kv);  // K and V of the M positions, once per KV head
     const DType cf = fmt.compute, cm = matmul ? *matmul : fmt.compute;  // vector, matrix work
     OpCost op;
-    op.name = std::string(attention_kind_name(kind)) + "_attention" + (backward ? "_fwd_bwd" : "");
+    static const std::string names[2][2] = {{"standard_attention", "standard_attention_fwd_bwd"},
+                                            {"flash_attention", "flash_attention_fwd_bwd"}};  // [flash][backward]
+    op.name = names[kind == AttentionKind::flash][backward];
 
     if (kind == AttentionKind::standard) {
         // forward; S and P: written and read once each in fmt, unless the engine's kernels say otherwise
