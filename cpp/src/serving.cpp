@@ -421,10 +421,38 @@ public:
     // A pass of prompt tokens alone (the ramp-up's): whole-budget prefill, its prompts' share of attention.
     double prefill_pass_s(double tokens) {
         Impl_ExpertSplit e = split(tokens);
+        const double chunk = policy_.chunked_prefill ? std::min(tokens, isl_) : isl_;
         PhaseSums pass = p_.step(tokens, std::max(1.0, tokens / isl_), &e);
-        add_sums(pass, tokens / isl_, prompt_attention(policy_.chunked_prefill ? std::min(tokens, isl_) : isl_));
-        const double gpu = host_bound(pass, pass.seconds, false) + all_to_all_s(tokens) + send_recv_s(tokens);
+        add_sums(pass, tokens / isl_, prompt_attention(chunk));
+        add_sums(pass, 1, mtp_prefill(tokens, chunk, nullptr, ""));
+        const double gpu = host_bound(pass, pass.seconds, false) + all_to_all_s(tokens) +
+                           all_to_all_s(tokens, s_.q ? s_.mtp_moe_layers : 0.0) + send_recv_s(tokens);
         return std::max(gpu, host_s(1, tokens / isl_));
+    }
+
+    // The MTP module over `tokens` prompt tokens (in chunks of `chunk`), filling its own layer's cache as the target
+    // prefills them: its layers, the prompts' share of its attention over them, one sampled row (the first draft).
+    PhaseSums mtp_prefill(double tokens, double chunk, std::vector<BreakdownRow>* breakdown, const char* phase) {
+        if (!s_.q || tokens <= 0) return PhaseSums{};
+        Impl_ExpertSplit eq = split_of(*s_.q, tokens);
+        PhaseSums m = s_.q->step(tokens, 1, &eq, breakdown, phase);
+        if (chunk != mtp_attn_chunk_) {
+            mtp_attn_chunk_ = chunk;
+            mtp_attn_ = s_.q->chunked_attention(s_.q->prefill_attention(isl_, 0, policy_.chunked_prefill ? chunk : 0), 1);
+        }
+        add_sums(m, tokens / isl_, mtp_attn_);
+        prompt_attention_row(breakdown, phase, *s_.q, mtp_attn_, tokens / isl_);
+        return m;
+    }
+
+    // A breakdown row for `share` of one prompt's attention over its chunks (`sums`) in `plan`'s attention layers.
+    static void prompt_attention_row(std::vector<BreakdownRow>* rows, const char* phase, const EstimatePlan::Impl& plan,
+                                     const PhaseSums& sums, double share) {
+        if (!rows || share <= 0) return;
+        double layers = 0;
+        for (std::size_t i : plan.attention) layers += plan.slots[i].op->count;
+        rows->push_back({phase, "prompt_attention", layers, share * sums.flops, share * sums.bytes, share * sums.seconds,
+                         phase_bound_names()[static_cast<std::size_t>(phase_bound(sums.derated))], ""});
     }
 
     double host_s(double micro, double sequences) const {
@@ -477,14 +505,13 @@ public:
                 add_sums(mix, 1, ad);
                 add_sums(mix, 1, dd);
             }
-            if (s_.q) {  // the MTP module runs over the chunk's tokens too, filling its own cache (its attention not counted)
-                Impl_ExpertSplit eq = split_of(*s_.q, it.chunk);
-                add_sums(mix, 1, s_.q->step(it.chunk, 1, &eq, breakdown, "mixed iteration"));
-            }
             add_sums(mix, it.chunk / isl_, prompt_attention(it.chunk));  // the chunk's share of a prompt's attention
-            it.t_mixed = host_bound(mix, mix.seconds, false) + all_to_all_s(mixed_rows) +
+            prompt_attention_row(breakdown, "mixed iteration", p_, prompt_attention(it.chunk), it.chunk / isl_);
+            add_sums(mix, 1, mtp_prefill(it.chunk, it.chunk, breakdown, "mixed iteration"));  // the module over the chunk
+            const double mtp_layers = s_.q ? s_.mtp_moe_layers : 0.0;
+            it.t_mixed = host_bound(mix, mix.seconds, false) + all_to_all_s(mixed_rows) + all_to_all_s(it.chunk, mtp_layers) +
                          (decodes > 0 ? draft_all_to_all_s(decodes) : 0.0) + send_recv_s(mixed_rows);
-            it.ideal_mixed = mix.ideal_seconds + all_to_all_s(mixed_rows, -1, true) +
+            it.ideal_mixed = mix.ideal_seconds + all_to_all_s(mixed_rows, -1, true) + all_to_all_s(it.chunk, mtp_layers, true) +
                              (decodes > 0 ? draft_all_to_all_s(decodes, true) : 0.0) + send_recv_s(mixed_rows, true);
             it.prefill_bound = phase_bound(mix.derated);
             it.chunks_per_prompt = std::ceil(isl_ / it.chunk);
@@ -522,6 +549,8 @@ private:
     double isl_, osl_, n_ = 0, ctx_ = 0, tok_ = 1;
     double attn_chunk_ = -1;
     PhaseSums attn_;
+    double mtp_attn_chunk_ = -1;  // the MTP module's share of a prompt's attention, for this chunk
+    PhaseSums mtp_attn_;
 };
 
 }  // namespace

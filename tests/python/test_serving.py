@@ -421,6 +421,22 @@ def test_max_batch_and_cheapest_use_the_serving_model_for_serving_engines():
     assert first["tokens_per_s"] == pytest.approx(e.output_tokens_per_s, rel=1e-12)
 
 
+def test_mixed_iteration_counts_the_prompt_attention_of_the_model_and_of_its_mtp_module():
+    kw = dict(prompt_tokens=8000, gen_tokens=500, parallel="TP8", engine="vllm")
+    plain = rp.serve("deepseek-r1", "fp8", "h200", **kw)
+    mtp = rp.serve("deepseek-r1", "fp8", "h200", mtp_tokens=1, acceptance=0.8, **kw)
+    rows = mtp.breakdown[(mtp.breakdown.phase == "mixed iteration") & (mtp.breakdown.op == "prompt_attention")]
+    assert list(rows["count"]) == [61, 1]  # the model's 61 MLA layers, then the module's one (the same layer shape)
+    model, module = rows.iloc[0], rows.iloc[1]
+    assert module.flops == pytest.approx(model.flops / 61, rel=1e-12)
+    assert module.seconds == pytest.approx(model.seconds / 61, rel=1e-12)
+    plain_row = plain.breakdown[(plain.breakdown.phase == "mixed iteration") & (plain.breakdown.op == "prompt_attention")]
+    assert mtp.prefill_chunk_tokens == plain.prefill_chunk_tokens  # the same chunk: the same share of the model's
+    assert plain_row["flops"].tolist() == pytest.approx([model.flops], rel=1e-12)
+    # the module's prompt work (its layer over the chunk and its attention) lengthens the mixed iteration
+    assert mtp.mixed_iteration_s > plain.mixed_iteration_s
+
+
 def test_mtp_speculative_decoding_for_deepseek():
     kw = dict(prompt_tokens=1000, gen_tokens=1000, parallel="TP8", concurrency=1)
     plain = rp.serve("deepseek-r1", "fp8", "h200", **kw)
