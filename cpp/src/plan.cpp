@@ -313,8 +313,13 @@ std::shared_ptr<const PlanStructure> make_structure(const Model& model, const Pl
     s.kv_layout = KvLayout::of(model.arch);
     s.parameters = model.parameters();
     for (std::size_t i = 0; i < f.size(); ++i) {
+        const bool replicated = replicated_under_tensor_parallel(model.tensors[i], s.options);
         s.weight_bytes += f[i].bytes;
-        if (replicated_under_tensor_parallel(model.tensors[i], s.options)) s.replicated_bytes += f[i].bytes;
+        if (replicated) s.replicated_bytes += f[i].bytes;
+        if (const std::string& r = model.tensors[i].role; r == "token_embd" || r == "output") {
+            s.vocab_table_bytes += f[i].bytes;
+            if (replicated) s.vocab_table_replicated_bytes += f[i].bytes;
+        }
     }
     s.slots = forward_slots(model, f, s.options);
     for (const OpSlot& op : s.slots) {
@@ -899,6 +904,13 @@ PhaseSums EstimatePlan::Impl::decode_attention_sum(double batch, double c0, doub
 double EstimatePlan::Impl::activation_bytes(double token_rows, double sequence_rows) const {
     const Architecture& a = structure->arch;
     return token_rows * (2 * a.hidden + widest / options.tensor_parallel) * act_bytes + sequence_rows * a.vocab * 4.0;
+}
+
+double EstimatePlan::Impl::vocab_table_device_bytes() const {
+    const PlanStructure& st = *structure;
+    const double tp = options.tensor_parallel;
+    return tp > 1 ? (st.vocab_table_bytes - st.vocab_table_replicated_bytes) / tp + st.vocab_table_replicated_bytes
+                  : st.vocab_table_bytes;
 }
 
 double EstimatePlan::Impl::expert_weight_bytes() const {

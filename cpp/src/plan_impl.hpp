@@ -111,6 +111,8 @@ struct PlanStructure {
     KvLayout kv_layout;
     double parameters = 0, weight_bytes = 0;
     double replicated_bytes = 0;  // weights every tensor-parallel rank holds whole (norms, whole-vocabulary tables)
+    // the token embedding and output head (token_embd, output), and those of them every rank holds whole
+    double vocab_table_bytes = 0, vocab_table_replicated_bytes = 0;
     std::vector<OpSlot> slots;
     std::vector<std::string> names;        // slot name ids, first appearance order
     std::vector<std::uint32_t> slot_name;  // per slot, its index in names
@@ -260,6 +262,8 @@ struct EstimatePlan::Impl {
     double kv_bytes_per_sequence(double tokens) const { return structure->kv_layout.token_layers(tokens) * kv_token_layer_bytes; }
     /// Bytes of every expert of every MoE layer on one rank (split over tensor-parallel ranks as the plan splits them).
     double expert_weight_bytes() const;
+    /// Bytes of the token embedding and output head on one rank (split as the plan splits them).
+    double vocab_table_device_bytes() const;
     MemoryUse memory(double batch, double prompt, double gen, double context = 0) const;
     double max_batch(double prompt, double gen, double context = 0) const;
     double max_context(double batch) const;

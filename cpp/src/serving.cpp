@@ -279,7 +279,11 @@ ServingPlan::ServingPlan(const Model& model, const Device& device, const Serving
         return par.attention_data ? plan.device_weight_bytes - experts + experts / par.expert : plan.device_weight_bytes;
     };
     s->weights = rank_weights(p) / s->pp;
-    if (s->q) s->weights += rank_weights(*s->q);  // the MTP module's weights, on every rank like the last stage's layers
+    // the MTP module's weights, on every rank like the last stage's layers, but for its embedding and head: the engines
+    // point the draft at the target's (vLLM's spec-decode load_eagle_model: shared when the draft has no copy or its
+    // copy equals the target's, as DeepSeek-V3's does, its report §2.2; SGLang speculative/eagle_worker_v2.py
+    // set_embed_and_head), so their checkpoint copies take no memory
+    if (s->q) s->weights += rank_weights(*s->q) - s->q->vocab_table_device_bytes();
     s->reserve = s->policy.graph_reserve_bytes + backend.runtime_overhead_bytes;
     s->frac = c.gpu_memory_fraction > 0 ? c.gpu_memory_fraction : s->policy.kv_memory_fraction;
     s->fixed_cost_s = p.device->efficiency.launch_overhead_s;

@@ -437,6 +437,20 @@ def test_mixed_iteration_counts_the_prompt_attention_of_the_model_and_of_its_mtp
     assert mtp.mixed_iteration_s > plain.mixed_iteration_s
 
 
+def test_mtp_module_memory_shares_the_targets_embedding_and_head():
+    # the module's layer is one of the model's MoE layers (blk.3 on) plus mtp_eh_proj and two norms on every rank;
+    # its embedding and head are the target's (vLLM load_eagle_model, SGLang set_embed_and_head): no memory of theirs
+    kw = dict(prompt_tokens=1000, gen_tokens=1000, parallel="TP8", concurrency=1)
+    plain = rp.serve("deepseek-r1", "fp8", "h200", **kw)
+    mtp = rp.serve("deepseek-r1", "fp8", "h200", mtp_tokens=1, acceptance=0.8, **kw)
+    t = rp.model("deepseek-r1").tensors("fp8")
+    layer = t[t.layer == 3]
+    whole = layer.role.isin(["attn_q_a", "attn_kv_a_mqa", "exp_probs_b"]) | layer.role.str.endswith("_norm")
+    hidden = 7168
+    per_rank = layer.bytes[~whole].sum() / 8 + layer.bytes[whole].sum() + 2 * hidden * hidden * 1 + 2 * hidden * 2
+    assert mtp.memory_weights - plain.memory_weights == pytest.approx(per_rank, rel=0.01)
+
+
 def test_mtp_speculative_decoding_for_deepseek():
     kw = dict(prompt_tokens=1000, gen_tokens=1000, parallel="TP8", concurrency=1)
     plain = rp.serve("deepseek-r1", "fp8", "h200", **kw)
