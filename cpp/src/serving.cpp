@@ -503,7 +503,9 @@ public:
             const double decodes = policy_.mixed_batches ? b : 0;
             const double mixed_rows = decodes * tok_ + it.chunk;
             Impl_ExpertSplit em = split(mixed_rows);
-            const PhaseSums sm = p_.step(mixed_rows, decodes * tok_ + 1, &em, breakdown, "mixed iteration");
+            // sampling rows: the decodes', and the prompts the chunk completes (P / ISL of them, at least the one it
+            // carries), as the ramp-up's passes count them
+            const PhaseSums sm = p_.step(mixed_rows, decodes * tok_ + std::max(1.0, it.chunk / isl_), &em, breakdown, "mixed iteration");
             PhaseSums mix = sm;
             if (decodes > 0) {
                 add_sums(mix, 1, ad);

@@ -437,6 +437,17 @@ def test_mixed_iteration_counts_the_prompt_attention_of_the_model_and_of_its_mtp
     assert mtp.mixed_iteration_s > plain.mixed_iteration_s
 
 
+@pytest.mark.parametrize("engine", ["sglang", "vllm"])
+def test_mixed_iteration_samples_every_prompt_its_chunk_completes(engine):
+    # short prompts: a chunk of P tokens completes P / ISL of them, each sampled by the output head (with the decodes)
+    e = rp.serve("llama-3.1-8b", "bf16", "h100-sxm", engine=engine, prompt_tokens=100, gen_tokens=100)
+    head = e.breakdown[(e.breakdown.phase == "mixed iteration") & (e.breakdown.op == "output")]
+    decodes = e.running_batch if engine == "vllm" else 0  # SGLang runs prefill batches apart from the decodes
+    rows = decodes + e.prefill_chunk_tokens / 100
+    assert e.prefill_chunk_tokens > 100
+    assert head["flops"].sum() == pytest.approx(2 * rows * 128256 * 4096, rel=1e-9)
+
+
 def test_mtp_module_memory_shares_the_targets_embedding_and_head():
     # the module's layer is one of the model's MoE layers (blk.3 on) plus mtp_eh_proj and two norms on every rank;
     # its embedding and head are the target's (vLLM load_eagle_model, SGLang set_embed_and_head): no memory of theirs
