@@ -11,6 +11,7 @@
 #include <cmath>
 #include <random>
 #include <stdexcept>
+#include <utility>
 
 using namespace roofline;
 
@@ -136,6 +137,21 @@ TEST_CASE("an op's FLOP terms: four in place, more spill to the heap in order; c
         CHECK_THROWS_AS(o->flop_terms.at(6), std::out_of_range);
     }
     CHECK(copy.flops() == doctest::Approx(11 + 2 + 3 + 4 + 5 + 6));
+    // a move leaves the source empty and reusable, whichever storage held the terms
+    for (const std::size_t n : {std::size_t{3}, std::size_t{6}}) {
+        OpCost src;
+        for (std::size_t i = 0; i < n; ++i) src.add_flops(Unit::matrix, formats[i], 1);
+        OpCost dst = std::move(src);
+        CHECK(dst.flop_terms.size() == n);
+        CHECK(src.flop_terms.empty());  // NOLINT(bugprone-use-after-move): the state a move promises
+        for (std::size_t i = 0; i < 6; ++i) src.add_flops(Unit::vector, formats[i], 2);
+        CHECK(src.flop_terms.size() == 6);
+        CHECK(src.flops() == doctest::Approx(12));
+        OpCost again;
+        again = std::move(dst);
+        CHECK(again.flops() == doctest::Approx(static_cast<double>(n)));
+        CHECK(dst.flop_terms.empty());  // NOLINT(bugprone-use-after-move)
+    }
     CHECK((copy + copy).flops() == doctest::Approx(2 * 31.0));
     CHECK(copy.scaled(3).flops(Unit::matrix, DType::int32) == doctest::Approx(18));
 }

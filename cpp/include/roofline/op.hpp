@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace roofline {
@@ -34,6 +35,26 @@ public:
     using iterator = FlopTerm*;
     using const_iterator = const FlopTerm*;
 
+    FlopTerms() = default;
+    FlopTerms(const FlopTerms&) = default;
+    FlopTerms& operator=(const FlopTerms&) = default;
+    /// A move leaves the source empty (as a vector's does), whichever storage held its terms.
+    FlopTerms(FlopTerms&& o) noexcept : in_place_(o.in_place_), heap_(std::move(o.heap_)), size_(o.size_) { o.clear(); }
+    FlopTerms& operator=(FlopTerms&& o) noexcept {
+        if (this != &o) {
+            in_place_ = o.in_place_;
+            heap_ = std::move(o.heap_);
+            size_ = o.size_;
+            o.clear();
+        }
+        return *this;
+    }
+    ~FlopTerms() = default;
+
+    void clear() noexcept {
+        heap_.clear();
+        size_ = 0;
+    }
     std::size_t size() const { return size_; }
     bool empty() const { return size_ == 0; }
     FlopTerm* begin() { return data(); }
