@@ -170,8 +170,9 @@ std::string serving_engines_list() {
     return s;
 }
 
-// The KV-cache budget of one rank: the memory fraction of all memory (vLLM, SGLang) or of the memory free after the
-// weights, the activations of one full-budget pass and the reserves (TensorRT-LLM).
+// The KV-cache budget of one rank (ServingPolicy::KvBudget): the memory fraction of all memory less the weights, the
+// activations of one full-budget pass and the reserves (vLLM); of the memory free after them (TensorRT-LLM); of all
+// memory less the weights alone, the rest holding the others (SGLang).
 double kv_budget(const ServingPlan::Impl& s, const ServingPolicy& policy, double activations) {
     const double used = s.weights + activations + s.reserve;
     switch (policy.kv_memory_of) {
@@ -435,11 +436,12 @@ public:
     }
 
     // The MTP module over `tokens` prompt tokens (in chunks of `chunk`), filling its own layer's cache as the target
-    // prefills them: its layers, the prompts' share of its attention over them, one sampled row (the first draft).
+    // prefills them: its layers, the prompts' share of its attention over them, and a sampled row (its first draft)
+    // for each prompt the tokens complete, as the target samples them.
     PhaseSums mtp_prefill(double tokens, double chunk, std::vector<BreakdownRow>* breakdown, const char* phase) {
         if (!s_.q || tokens <= 0) return PhaseSums{};
         Impl_ExpertSplit eq = split_of(*s_.q, tokens);
-        PhaseSums m = s_.q->step(tokens, 1, &eq, breakdown, phase);
+        PhaseSums m = s_.q->step(tokens, std::max(1.0, tokens / isl_), &eq, breakdown, phase);
         if (chunk != mtp_attn_chunk_) {
             mtp_attn_chunk_ = chunk;
             mtp_attn_ = s_.q->chunked_attention(s_.q->prefill_attention(isl_, 0, policy_.chunked_prefill ? chunk : 0), 1);

@@ -448,6 +448,37 @@ def test_mixed_iteration_samples_every_prompt_its_chunk_completes(engine):
     assert head["flops"].sum() == pytest.approx(2 * rows * 128256 * 4096, rel=1e-9)
 
 
+def test_mtp_module_runs_in_the_ramp_up_passes():
+    # a finite run within one batch: its first tokens come from the ramp-up's prompt passes alone, which the module
+    # runs too (its layer over the prompts and its attention)
+    kw = dict(prompt_tokens=2000, gen_tokens=200, parallel="TP8", num_requests=16)
+    plain = rp.serve("deepseek-r1", "fp8", "h200", **kw)
+    mtp = rp.serve("deepseek-r1", "fp8", "h200", mtp_tokens=1, acceptance=0.8, **kw)
+    assert plain.running_batch == mtp.running_batch == 16
+    assert mtp.ttft_s > plain.ttft_s
+
+
+def test_mtp_module_all_to_all_over_the_chunk(tmp_path):
+    # attention DP over 8 ranks, SGLang (prefill batches apart: no decodes in the prompt pass): halving the links adds
+    # the bytes of the 58 MoE layers' dispatch and combine of the chunk, and with MTP those of the module's one more
+    doc = json.load(open(rp.device("h200-sxm").origin))
+    for link in doc["interconnect"]:
+        link["bandwidth_GBps"] /= 2
+    doc["id"], doc["aliases"] = "h200-half-links", []
+    path = tmp_path / "h200-half-links.json"
+    path.write_text(json.dumps(doc))
+    slow_device = rp.load_device(path)
+    kw = dict(engine="sglang", parallel="DEP8", prompt_tokens=2000, gen_tokens=200, max_batch=64, max_num_tokens=2048)
+    added = {}
+    for name, extra in (("plain", {}), ("mtp", dict(mtp_tokens=1, acceptance=0.8))):
+        fast = rp.serve("deepseek-r1", "fp8", "h200", **kw, **extra)
+        slow = rp.serve("deepseek-r1", "fp8", slow_device, **kw, **extra)
+        assert fast.prefill_chunk_tokens == slow.prefill_chunk_tokens == 2000
+        added[name] = slow.mixed_iteration_s - fast.mixed_iteration_s
+    assert added["plain"] > 0
+    assert added["mtp"] == pytest.approx(added["plain"] * (1 + 1 / 58), rel=1e-6)
+
+
 def test_mtp_module_memory_shares_the_targets_embedding_and_head():
     # the module's layer is one of the model's MoE layers (blk.3 on) plus mtp_eh_proj and two norms on every rank;
     # its embedding and head are the target's (vLLM load_eagle_model, SGLang set_embed_and_head): no memory of theirs
