@@ -682,6 +682,10 @@ PrefillChunks EstimatePlan::Impl::prefill_attention(double prompt, double past) 
     return prefill_attention(prompt, past, ubatch);
 }
 
+PrefillChunks EstimatePlan::Impl::prefill_attention(double prompt, double past, AttentionMemo* memo) const {
+    return prefill_attention(prompt, past, ubatch, memo);
+}
+
 namespace {
 // Whether t equals a + k·d in each of its 16 doubles (to rounding): the micro-batches' attention affine in their
 // position, as causal attention over a cache growing by a micro-batch each time is unless a re-read starts or stops
@@ -729,7 +733,7 @@ void add_one(PrefillChunks::Total& s, const OpTimes& x) {
 }
 }  // namespace
 
-PrefillChunks EstimatePlan::Impl::prefill_attention(double prompt, double past, double chunk) const {
+PrefillChunks EstimatePlan::Impl::prefill_attention(double prompt, double past, double chunk, AttentionMemo* memo) const {
     PrefillChunks c;
     c.prompt = prompt;
     c.past = past;
@@ -743,7 +747,12 @@ PrefillChunks EstimatePlan::Impl::prefill_attention(double prompt, double past, 
     const std::size_t n = c.tokens.size();
     // one sequence's attention of micro-batch i at one slot (a single token is decode attention: sum_slots)
     auto at = [&](std::size_t slot, std::size_t i) {
-        return times_of(slot_cost(*slots[slot].op, options, 1, c.tokens[i], c.past_of[i]), *device);
+        if (!memo) return times_of(slot_cost(*slots[slot].op, options, 1, c.tokens[i], c.past_of[i]), *device);
+        const std::array<double, 3> key{static_cast<double>(slot), c.tokens[i], c.past_of[i]};
+        for (auto it = memo->rbegin(); it != memo->rend(); ++it)
+            if (it->first == key) return it->second;
+        memo->emplace_back(key, times_of(slot_cost(*slots[slot].op, options, 1, c.tokens[i], c.past_of[i]), *device));
+        return memo->back().second;
     };
     if (n == 1) {  // kept for prefill(), which reads them in place of computing them again
         if (c.tokens[0] > 1) {

@@ -219,8 +219,13 @@ struct EstimatePlan::Impl {
     // arguments, so sharing them changes no bit of the result.
     /// The micro-batches of a prompt of `prompt` tokens after `past` cached ones, with their attention times.
     PrefillChunks prefill_attention(double prompt, double past) const;
+    /// One sequence's attention at one attention slot (an index into `attention`) for a micro-batch of `tokens` after
+    /// `past` cached ones, keyed so: a caller that asks for many prompts at one plan (the sweep) keeps them across
+    /// prompts, whose full micro-batches sit at the same positions (a pure function: sharing changes no value).
+    using AttentionMemo = std::vector<std::pair<std::array<double, 3>, OpTimes>>;  // searched from the newest
+    PrefillChunks prefill_attention(double prompt, double past, AttentionMemo* memo) const;
     /// The same in micro-batches of `chunk` tokens (0: the whole prompt at once).
-    PrefillChunks prefill_attention(double prompt, double past, double chunk) const;
+    PrefillChunks prefill_attention(double prompt, double past, double chunk, AttentionMemo* memo = nullptr) const;
     /// The prefill of `batch` sequences: every micro-batch's slots (the static ones shared between micro-batches of
     /// one size), weights read again per micro-batch, attention over the growing context.
     /// `static_sums`: the static slots' sums of each micro-batch size already summed at this batch (by a caller that

@@ -389,10 +389,11 @@ SweepTable sweep(const SweepAxes& a, const SweepOptions& options) {
         std::vector<std::vector<std::pair<double, PhaseSums>>> static_sums(nb);  // per batch, over the prompts
         std::vector<double> max_context(nb);
         std::vector<char> batch_done(nb, 0);
+        EstimatePlan::Impl::AttentionMemo attention_memo;  // micro-batches at the same positions, across the prompts
         for (std::size_t pi = p0; pi < p1; ++pi) {
             const double P = a.prompt_tokens[pi];
             if (P > 0) {
-                const PrefillChunks chunks = plan.prefill_attention(P, C);
+                const PrefillChunks chunks = plan.prefill_attention(P, C, &attention_memo);
                 for (std::size_t bi = 0; bi < nb; ++bi) prefill[bi] = plan.prefill(a.batch[bi], chunks, nullptr, &static_sums[bi]);
             }
             for (std::size_t gi = 0; gi < ng; ++gi) {

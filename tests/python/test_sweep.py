@@ -70,6 +70,24 @@ def test_sweep_rows_equal_single_estimates_exactly(small):
         assert_row_is_estimate(small.iloc[i])
 
 
+def test_prompts_sharing_micro_batch_positions_equal_single_estimates_exactly():
+    # the sweep keeps each micro-batch's attention across a configuration's prompts (the full 512-token micro-batches
+    # of these prompts sit at the same positions; 1000 and 3000 end in partial ones; 8192 and 3000 are summed in
+    # closed form, 1000 and 2048 one by one): every row still equals its own estimate, gemma-3's sliding windows
+    # included, and with 16k tokens already cached
+    df = rp.sweep(models=["llama-3.1-8b", "gemma-3-4b"], quants=["Q4_K_M"], devices=["h100-sxm", "m4-pro"],
+                  batch=[1, 4], prompt_tokens=[1000, 2048, 3000, 8192], gen_tokens=[0, 64],
+                  flash_attention=[False, True], context_tokens=[0, 16384], threads=1)
+    assert len(df) == 2 * 2 * 2 * 2 * 4 * 2 * 2
+    for i in range(0, len(df), 7):
+        row = df.iloc[i]
+        e = rp.estimate(model=row["model"], quant=row["quant"], device=row["device"], batch=row["batch"],
+                        prompt_tokens=row["prompt_tokens"], gen_tokens=row["gen_tokens"],
+                        flash_attention=bool(row["flash_attention"]), context_tokens=row["context_tokens"])
+        for f in ("prefill_s", "decode_s", "ttft_s", "total_s", "ceiling_prefill"):
+            assert same(getattr(e, f) if f != "ceiling_prefill" else e.ceilings["prefill_tokens_per_s"], row[f]), (f, i)
+
+
 def test_thread_count_changes_nothing(small):
     kw = dict(models=["llama-3.1-8b", "gemma-3-4b", "qwen3-30b-a3b"], quants=["Q4_K_M", "BF16"],
               devices=["h100-sxm", "m4-pro"], batch=[1, 8, 9, 40], prompt_tokens=[0, 1, 2048], gen_tokens=[1, 256],
