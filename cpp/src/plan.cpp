@@ -48,6 +48,11 @@ double interconnect_for(const Device& device, int tp) {
     return bps;
 }
 
+// Bytes one of `tp` tensor-parallel ranks holds of `total`, of which `replicated` every rank holds whole.
+double rank_bytes(double total, double replicated, double tp) {
+    return tp > 1 ? (total - replicated) / tp + replicated : total;
+}
+
 void check_tensor_parallel(int tp) {
     if (tp < 1 || tp > 1024) throw InvalidArgument("tensor_parallel must be within [1, 1024], got " + std::to_string(tp));
 }
@@ -366,7 +371,7 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
     device_id = dev.id;
     structure = std::move(st_ptr);
     const double tp = options.tensor_parallel;
-    device_weight_bytes = tp > 1 ? (st.weight_bytes - st.replicated_bytes) / tp + st.replicated_bytes : st.weight_bytes;
+    device_weight_bytes = rank_bytes(st.weight_bytes, st.replicated_bytes, tp);
     dram_bandwidth_Bps = dev.bandwidth(Level::dram);
     capacity_bytes = dev.capacity(Level::dram);
     for (const OpSlot& s : st.slots) {
@@ -682,9 +687,6 @@ PrefillChunks EstimatePlan::Impl::prefill_attention(double prompt, double past) 
     return prefill_attention(prompt, past, ubatch);
 }
 
-PrefillChunks EstimatePlan::Impl::prefill_attention(double prompt, double past, AttentionMemo* memo) const {
-    return prefill_attention(prompt, past, ubatch, memo);
-}
 
 namespace {
 // Whether t equals a + k·d in each of its 16 doubles (to rounding): the micro-batches' attention affine in their
@@ -917,9 +919,7 @@ double EstimatePlan::Impl::activation_bytes(double token_rows, double sequence_r
 
 double EstimatePlan::Impl::vocab_table_device_bytes() const {
     const PlanStructure& st = *structure;
-    const double tp = options.tensor_parallel;
-    return tp > 1 ? (st.vocab_table_bytes - st.vocab_table_replicated_bytes) / tp + st.vocab_table_replicated_bytes
-                  : st.vocab_table_bytes;
+    return rank_bytes(st.vocab_table_bytes, st.vocab_table_replicated_bytes, options.tensor_parallel);
 }
 
 double EstimatePlan::Impl::expert_weight_bytes() const {

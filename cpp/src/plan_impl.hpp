@@ -223,8 +223,8 @@ struct EstimatePlan::Impl {
     /// `past` cached ones, keyed so: a caller that asks for many prompts at one plan (the sweep) keeps them across
     /// prompts, whose full micro-batches sit at the same positions (a pure function: sharing changes no value).
     using AttentionMemo = std::vector<std::pair<std::array<double, 3>, OpTimes>>;  // searched from the newest
-    PrefillChunks prefill_attention(double prompt, double past, AttentionMemo* memo) const;
-    /// The same in micro-batches of `chunk` tokens (0: the whole prompt at once).
+    /// The same in micro-batches of `chunk` tokens (0: the whole prompt at once), each micro-batch's attention taken
+    /// from `memo` where it holds it.
     PrefillChunks prefill_attention(double prompt, double past, double chunk, AttentionMemo* memo = nullptr) const;
     /// The prefill of `batch` sequences: every micro-batch's slots (the static ones shared between micro-batches of
     /// one size), weights read again per micro-batch, attention over the growing context.

@@ -415,6 +415,12 @@ public:
         return (s_.pp - 1) * (rows * s_.hidden * s_.act_bytes / p_.options.tensor_parallel / s_.interconnect_Bps +
                               (ideal ? 0.0 : s_.step_latency_s));
     }
+    // An iteration's communication over `rows` rows: the experts' all-to-all, the MTP module's (its drafts of `drafting`
+    // sequences and its pass over `module_rows` prompt tokens) and the stage hand-offs; `ideal`: their bytes alone.
+    double comm_s(double rows, double drafting, double module_rows, bool ideal = false) const {
+        return all_to_all_s(rows, -1, ideal) + draft_all_to_all_s(drafting, ideal) +
+               all_to_all_s(module_rows, s_.mtp_moe_layers, ideal) + send_recv_s(rows, ideal);
+    }
     // Host time of an iteration that does not replay a CUDA graph: its kernels launched one by one, hidden under
     // the GPU's time unless they are shorter.
     double host_bound(const PhaseSums& gpu, double seconds, bool graph) const {
@@ -430,8 +436,7 @@ public:
         PhaseSums pass = p_.step(tokens, std::max(1.0, tokens / isl_), &e);
         add_sums(pass, tokens / isl_, prompt_attention(chunk));
         add_sums(pass, 1, mtp_prefill(tokens, chunk, nullptr, ""));
-        const double gpu = host_bound(pass, pass.seconds, false) + all_to_all_s(tokens) +
-                           all_to_all_s(tokens, s_.q ? s_.mtp_moe_layers : 0.0) + send_recv_s(tokens);
+        const double gpu = host_bound(pass, pass.seconds, false) + comm_s(tokens, 0, tokens);
         return std::max(gpu, host_s(1, tokens / isl_));
     }
 
@@ -497,8 +502,8 @@ public:
         add_sums(dec, 1, ad);
         add_sums(dec, 1, dd);
         const bool graph = b <= policy_.cuda_graph_max_batch;  // graphs captured per batch of sequences
-        it.t_decode = b > 0 ? host_bound(dec, dec.seconds, graph) + all_to_all_s(rows) + draft_all_to_all_s(b) + send_recv_s(rows) : 0;
-        it.ideal_decode = b > 0 ? dec.ideal_seconds + all_to_all_s(rows, -1, true) + draft_all_to_all_s(b, true) + send_recv_s(rows, true) : 0;
+        it.t_decode = b > 0 ? host_bound(dec, dec.seconds, graph) + comm_s(rows, b, 0) : 0;
+        it.ideal_decode = b > 0 ? dec.ideal_seconds + comm_s(rows, b, 0, true) : 0;
         it.decode_bound = b > 0 ? phase_bound(dec.derated) : PhaseBound::absent;
         // mixed iteration: the decodes and a chunk (its share of one prompt's attention over its chunks)
         if (it.chunk > 0) {
@@ -516,11 +521,8 @@ public:
             add_sums(mix, it.chunk / isl_, prompt_attention(it.chunk));  // the chunk's share of a prompt's attention
             prompt_attention_row(breakdown, "mixed iteration", p_, prompt_attention(it.chunk), it.chunk / isl_);
             add_sums(mix, 1, mtp_prefill(it.chunk, it.chunk, breakdown, "mixed iteration"));  // the module over the chunk
-            const double mtp_layers = s_.q ? s_.mtp_moe_layers : 0.0;
-            it.t_mixed = host_bound(mix, mix.seconds, false) + all_to_all_s(mixed_rows) + all_to_all_s(it.chunk, mtp_layers) +
-                         (decodes > 0 ? draft_all_to_all_s(decodes) : 0.0) + send_recv_s(mixed_rows);
-            it.ideal_mixed = mix.ideal_seconds + all_to_all_s(mixed_rows, -1, true) + all_to_all_s(it.chunk, mtp_layers, true) +
-                             (decodes > 0 ? draft_all_to_all_s(decodes, true) : 0.0) + send_recv_s(mixed_rows, true);
+            it.t_mixed = host_bound(mix, mix.seconds, false) + comm_s(mixed_rows, decodes, it.chunk);
+            it.ideal_mixed = mix.ideal_seconds + comm_s(mixed_rows, decodes, it.chunk, true);
             it.prefill_bound = phase_bound(mix.derated);
             it.chunks_per_prompt = std::ceil(isl_ / it.chunk);
         }

@@ -393,7 +393,7 @@ SweepTable sweep(const SweepAxes& a, const SweepOptions& options) {
         for (std::size_t pi = p0; pi < p1; ++pi) {
             const double P = a.prompt_tokens[pi];
             if (P > 0) {
-                const PrefillChunks chunks = plan.prefill_attention(P, C, &attention_memo);
+                const PrefillChunks chunks = plan.prefill_attention(P, C, plan.ubatch, &attention_memo);
                 for (std::size_t bi = 0; bi < nb; ++bi) prefill[bi] = plan.prefill(a.batch[bi], chunks, nullptr, &static_sums[bi]);
             }
             for (std::size_t gi = 0; gi < ng; ++gi) {

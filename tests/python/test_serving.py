@@ -186,20 +186,26 @@ def test_trtllm_bench_tunes_the_limit_not_given():
     assert (both.max_batch, both.max_num_tokens) == (96, 3000)
 
 
+def half_links(tmp_path, device_id):
+    """The device with every interconnect at half its bandwidth (a file of the hardware_db schema, loaded)."""
+    doc = json.load(open(rp.device(device_id).origin))
+    for link in doc["interconnect"]:
+        link["bandwidth_GBps"] /= 2
+    doc["id"], doc["aliases"] = device_id + "-half-links", []
+    path = tmp_path / (device_id + "-half-links.json")
+    path.write_text(json.dumps(doc))
+    return rp.load_device(path)
+
+
 @pytest.mark.parametrize("parallel", ["DEP8", "PP2"])
 def test_roofline_counts_the_all_to_all_and_hand_off_bytes(tmp_path, parallel):
     # the same deployment over an interconnect of half the bandwidth: the roofline (bytes at the datasheet bandwidth,
     # no latency) falls, and stays above the estimate
-    doc = json.load(open(rp.device("h100-sxm").origin))
-    for link in doc["interconnect"]:
-        link["bandwidth_GBps"] /= 2
-    doc["id"], doc["aliases"] = "h100-half-links", []
-    path = tmp_path / "h100-half-links.json"
-    path.write_text(json.dumps(doc))
+    slow_device = half_links(tmp_path, "h100-sxm")
     args = dict(engine="trt-llm", parallel=parallel, prompt_tokens=1000, gen_tokens=1000, max_batch=256,
                 max_num_tokens=4096)
     fast = rp.serve("qwen3-30b-a3b", "fp8", "h100-sxm", **args)
-    slow = rp.serve("qwen3-30b-a3b", "fp8", rp.load_device(path), **args)
+    slow = rp.serve("qwen3-30b-a3b", "fp8", slow_device, **args)
     assert slow.roofline_output_tokens_per_s < fast.roofline_output_tokens_per_s
     assert slow.roofline_output_tokens_per_s >= slow.output_tokens_per_s
 
@@ -461,13 +467,7 @@ def test_mtp_module_runs_in_the_ramp_up_passes():
 def test_mtp_module_all_to_all_over_the_chunk(tmp_path):
     # attention DP over 8 ranks, SGLang (prefill batches apart: no decodes in the prompt pass): halving the links adds
     # the bytes of the 58 MoE layers' dispatch and combine of the chunk, and with MTP those of the module's one more
-    doc = json.load(open(rp.device("h200-sxm").origin))
-    for link in doc["interconnect"]:
-        link["bandwidth_GBps"] /= 2
-    doc["id"], doc["aliases"] = "h200-half-links", []
-    path = tmp_path / "h200-half-links.json"
-    path.write_text(json.dumps(doc))
-    slow_device = rp.load_device(path)
+    slow_device = half_links(tmp_path, "h200-sxm")
     kw = dict(engine="sglang", parallel="DEP8", prompt_tokens=2000, gen_tokens=200, max_batch=64, max_num_tokens=2048)
     added = {}
     for name, extra in (("plain", {}), ("mtp", dict(mtp_tokens=1, acceptance=0.8))):
