@@ -5,7 +5,9 @@ ratios new / old (prints figures; not a test).
 
 Each round runs, for the old and then the new interpreter (the order swapped every other round), a probe that times
 one `rp.estimate` call, one plan build for a new configuration (the core's EstimatePlan), and `rp.sweep` on one
-thread (the issue's example sweep and a larger one, as benchmarks/sweep_benchmark.py defines them). This machine's
+thread (the issue's example sweep and a larger one, as benchmarks/sweep_benchmark.py defines them; each warm,
+repeated as a notebook repeats it, with plans kept between sweeps where the build keeps them, and cold, every plan
+built as in a first sweep). This machine's
 speed drifts by tens of percent between minutes, so a figure of one side alone says little; the ratio of the two
 sides measured a few seconds apart does. The script prints each figure per round, then the median and range of the
 ratios.
@@ -49,14 +51,21 @@ models = ["llama-3.1-8b", "qwen3-8b", "llama-3.2-3b", "qwen3-4b"]
 small = dict(models=models, quants=["Q4_K_M", "Q8_0", "BF16"], devices=rp.devices(), batch=[1, 8, 64],
              prompt_tokens=[128, 2048, 8192], gen_tokens=[128, 1024, 4096], threads=1)
 large = dict(small, batch=[1, 2, 4, 8, 16, 32, 64, 128, 256], gen_tokens=[128, 1024, 4096])
-for name, args in (("sweep_small_per_s", small), ("sweep_large_per_s", large)):
-    rp.sweep(**args)
-    t = []
-    for _ in range(3):
-        t0 = time.perf_counter()
-        df = rp.sweep(**args)
-        t.append(time.perf_counter() - t0)
-    out[name] = len(df) / min(t)
+# builds that keep plans between sweeps (the core's plan cache) are timed twice: repeated sweeps as a notebook runs
+# them (warm: the plans kept) and each sweep after dropping the kept plans (cold: every plan built, as a first sweep);
+# builds without the cache build every plan each time, so their two figures are the same measurement
+clear = getattr(_core, "sweep_plan_cache", lambda clear=False: None)
+for name, args in (("sweep_small", small), ("sweep_large", large)):
+    for mode in ("warm", "cold"):
+        rp.sweep(**args)
+        t = []
+        for _ in range(3):
+            if mode == "cold":
+                clear(clear=True)
+            t0 = time.perf_counter()
+            df = rp.sweep(**args)
+            t.append(time.perf_counter() - t0)
+        out[f"{name}_{mode}_per_s"] = len(df) / min(t)
 print(json.dumps(out))
 """
 

@@ -6,6 +6,8 @@ Prints: one rp.estimate call from Python; sweep throughput in estimates/s on one
 1024-prompt / 512-generated-token estimate against a 1-token one (decode is summed in closed form: the same cost);
 and the same sweep done by a plain Python loop over rp.estimate, for the ratio. Targets: >= 1,000,000 full
 estimates/s per core through rp.sweep, <= 20 us per rp.estimate call, a generation costing what a step costs.
+Repeated sweeps take their plans from the core's plan cache (rp._core.sweep_plan_cache); each sweep is also timed
+with every plan built, as a first sweep is.
 Every row of a sweep is a full estimate: prefill, decode, TTFT, memory, max batch, max context, compute-bound
 batch, ceilings and bounds.
 """
@@ -90,6 +92,15 @@ def main() -> None:
             name = "1 thread" if threads == 1 else f"{cores} threads"
             print(f"rp.sweep {label}: {rows:,} estimates ({df.attrs['plans']} configurations), {name}: {t:.3f} s = "
                   f"{rows / t:,.0f} estimates/s" + ("  [target >= 1,000,000 per core]" if threads == 1 else ""))
+        # the same sweep with every plan built (the plans kept from the runs above dropped first), as a first sweep
+        times = []
+        for _ in range(3):
+            _core.sweep_plan_cache(clear=True)
+            t0 = time.perf_counter()
+            rp.sweep(**spec, threads=1)
+            times.append(time.perf_counter() - t0)
+        print(f"  the same, every plan built (none kept from an earlier sweep), 1 thread: {min(times):.3f} s = "
+              f"{rows / min(times):,.0f} estimates/s")
 
     # ---- the same sweep as a Python loop over rp.estimate -----------------------------------------------------
     # Every point of the issue's sweep, in its order (each configuration's plan built once, as rp.estimate caches

@@ -101,9 +101,44 @@ SweepAxes axes_of(const std::vector<const Model*>& models, const std::vector<std
     return a;
 }
 
+// The plans every Python sweep keeps for the next (PlanCache): the models and devices of a sweep are pinned with
+// their Python objects, which Python cannot change. Never destroyed: its owners are Python objects, which must not
+// be released after the interpreter is gone.
+PlanCache& sweep_plans() {
+    static PlanCache* cache = new PlanCache(1024);  // ~20 KB a plan: ~20 MB at most
+    return *cache;
+}
+
+// Pin the axes' models and devices (the GIL held): each is kept by the Python object that wraps it.
+SweepOptions options_for(const SweepAxes& a, int threads, bool skip_invalid) {
+    std::vector<std::pair<const void*, std::shared_ptr<const void>>> pins;
+    auto owner = [](py::handle h) {
+        return std::shared_ptr<const void>(new py::object(py::reinterpret_borrow<py::object>(h)), [](const void* p) {
+            py::gil_scoped_acquire gil;
+            delete static_cast<const py::object*>(p);
+        });
+    };
+    for (const Model* x : a.models) pins.emplace_back(x, owner(py::cast(x, py::return_value_policy::reference)));
+    for (const Device* x : a.devices) pins.emplace_back(x, owner(py::cast(x, py::return_value_policy::reference)));
+    sweep_plans().pin(pins);
+    return SweepOptions{threads, skip_invalid, &sweep_plans()};
+}
+
 }  // namespace
 
 void register_sweep(py::module_& m) {
+    m.def(
+        "sweep_plan_cache",
+        [](bool clear) {
+            if (clear) sweep_plans().clear();
+            py::dict d;
+            d["plans"] = sweep_plans().plans();
+            d["pins"] = sweep_plans().pins();
+            return d;
+        },
+        py::arg("clear") = false,
+        "The plans sweeps keep for the next sweep (plans, pins: the models and devices they are kept for); clear=True "
+        "drops them first");
     m.def("sweep_columns", &sweep_columns, "Names of a sweep's numeric columns, in order");
     m.def("sweep_code_columns", &sweep_code_columns, "Names of a sweep's code columns (bounds, flags), in order");
 
@@ -121,10 +156,11 @@ void register_sweep(py::module_& m) {
             a.gen_tokens = gen_tokens;
             a.context_tokens = context_tokens;
             a.ubatch_tokens = ubatch_tokens;
+            const SweepOptions options = options_for(a, threads, skip_invalid);
             SweepTable t;
             {
                 py::gil_scoped_release release;
-                t = sweep(a, SweepOptions{threads, skip_invalid});
+                t = sweep(a, options);
             }
             return table_dict(std::move(t));
         },
@@ -167,10 +203,11 @@ void register_sweep(py::module_& m) {
             p.gen_tokens = to_vector(gen_tokens, "gen_tokens");
             p.ubatch = to_vector(ubatch, "ubatch");
             p.context_tokens = to_vector(context_tokens, "context_tokens");
+            const SweepOptions options = options_for(a, threads, skip_invalid);
             SweepTable t;
             {
                 py::gil_scoped_release release;
-                t = sweep(a, p, SweepOptions{threads, skip_invalid});
+                t = sweep(a, p, options);
             }
             return table_dict(std::move(t));
         },

@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <tuple>
 
 namespace roofline {
 
@@ -41,6 +42,72 @@ void deallocate_column(void* p, std::size_t bytes) noexcept {
 }
 }  // namespace detail
 
+// -------------------------------------------------------------------------------------------------------------
+// Plans kept between sweeps
+
+bool PlanCache::Key::operator<(const Key& o) const {
+    return std::tie(model, device, engine, quant, kv_dtype, flash_attention, tensor_parallel, ubatch_tokens) <
+           std::tie(o.model, o.device, o.engine, o.quant, o.kv_dtype, o.flash_attention, o.tensor_parallel, o.ubatch_tokens);
+}
+
+struct PlanCache::State {
+    std::size_t max_plans;
+    mutable std::mutex mutex;
+    std::map<const void*, std::shared_ptr<const void>> pins;
+    std::map<Key, std::shared_ptr<const EstimatePlan::Impl>> plans;
+    bool pinned(const Key& k) const { return pins.count(k.model) && pins.count(k.device); }
+};
+
+PlanCache::PlanCache(std::size_t max_plans) : state_(std::make_unique<State>()) {
+    state_->max_plans = std::max<std::size_t>(1, max_plans);
+}
+PlanCache::~PlanCache() = default;
+
+void PlanCache::pin(const std::vector<std::pair<const void*, std::shared_ptr<const void>>>& objects) {
+    std::map<const void*, std::shared_ptr<const void>> dropped;  // released after the lock: an owner's deleter may lock
+    std::map<Key, std::shared_ptr<const EstimatePlan::Impl>> dropped_plans;
+    {
+        std::lock_guard<std::mutex> lock(state_->mutex);
+        State& st = *state_;
+        std::size_t fresh = 0;
+        for (const auto& o : objects) fresh += st.pins.count(o.first) ? 0u : 1u;
+        if (st.plans.size() >= st.max_plans || st.pins.size() + fresh > 4 * st.max_plans) {
+            dropped.swap(st.pins);
+            dropped_plans.swap(st.plans);
+        }
+        for (const auto& o : objects)
+            if (o.first && o.second) st.pins.emplace(o.first, o.second);
+    }
+}
+
+std::size_t PlanCache::plans() const {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    return state_->plans.size();
+}
+std::size_t PlanCache::pins() const {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    return state_->pins.size();
+}
+void PlanCache::clear() {
+    std::map<const void*, std::shared_ptr<const void>> dropped;
+    std::map<Key, std::shared_ptr<const EstimatePlan::Impl>> dropped_plans;
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    dropped.swap(state_->pins);
+    dropped_plans.swap(state_->plans);
+}
+
+std::shared_ptr<const EstimatePlan::Impl> PlanCache::find(const Key& key) const {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    if (!state_->pinned(key)) return nullptr;
+    const auto it = state_->plans.find(key);
+    return it == state_->plans.end() ? nullptr : it->second;
+}
+
+void PlanCache::insert(const Key& key, std::shared_ptr<const EstimatePlan::Impl> plan) {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    State& st = *state_;
+    if (plan && st.pinned(key) && st.plans.size() < st.max_plans) st.plans.emplace(key, std::move(plan));
+}
 
 namespace {
 
@@ -152,7 +219,7 @@ struct Plans {
     std::vector<Failure> failures;
 };
 
-Plans build_plans(const SweepAxes& a, const std::vector<Config>& configs, int threads) {
+Plans build_plans(const SweepAxes& a, const std::vector<Config>& configs, int threads, PlanCache* cache) {
     // Each engine on each device: the backend it runs on there (an index into backend_names()), or why it cannot.
     const std::size_t ne = a.engines.size(), nd = a.devices.size();
     std::vector<std::shared_ptr<const Engine>> engines(ne);
@@ -180,9 +247,25 @@ Plans build_plans(const SweepAxes& a, const std::vector<Config>& configs, int th
     auto structure_key = [&](const Config& c) {
         return Config{c[0], c[1], backend_of[c[2] * ne + c[3]], c[3], c[4], c[5], c[6], c[7]};
     };
+    // plans kept from earlier sweeps: those configurations need no structure
+    auto cache_key = [&](const Config& c, const Engine* e) {
+        return PlanCache::Key{a.models[c[0]], a.devices[c[2]], e, a.quants[c[1]], a.kv_dtypes[c[4]],
+                              a.flash_attention[c[5]] != 0, a.tensor_parallel[c[6]], a.ubatch_tokens[c[7]]};
+    };
+    Plans out;
+    out.plans.resize(configs.size());
+    out.failures.resize(configs.size());
+    std::vector<char> kept(configs.size(), 0);
+    if (cache)
+        for (std::size_t i = 0; i < configs.size(); ++i)
+            if (backend_ok[configs[i][2] * ne + configs[i][3]])
+                if (auto hit = cache->find(cache_key(configs[i], engines[configs[i][3]].get()))) {
+                    out.plans[i] = std::make_unique<EstimatePlan>(std::move(hit));
+                    kept[i] = 1;
+                }
     std::vector<Config> keys;
-    for (const auto& c : configs)
-        if (backend_ok[c[2] * ne + c[3]]) keys.push_back(structure_key(c));
+    for (std::size_t i = 0; i < configs.size(); ++i)
+        if (!kept[i] && backend_ok[configs[i][2] * ne + configs[i][3]]) keys.push_back(structure_key(configs[i]));
     std::sort(keys.begin(), keys.end());
     keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
     // tensor formats per (model, quant), shared by the structures
@@ -230,10 +313,8 @@ Plans build_plans(const SweepAxes& a, const std::vector<Config>& configs, int th
     for (std::size_t i = 0; i < keys.size(); ++i) (first[i] == i ? firsts : others).push_back(i);
     parallel_for(firsts.size(), threads, [&](std::size_t i) { build(firsts[i]); });
     parallel_for(others.size(), threads, [&](std::size_t i) { build(others[i]); });
-    Plans out;
-    out.plans.resize(configs.size());
-    out.failures.resize(configs.size());
     parallel_for(configs.size(), threads, [&](std::size_t i) {
+        if (kept[i]) return;
         const Config& c = configs[i];
         const std::size_t de = c[2] * ne + c[3];
         if (!backend_ok[de]) {
@@ -250,6 +331,10 @@ Plans build_plans(const SweepAxes& a, const std::vector<Config>& configs, int th
             out.plans[i] = std::make_unique<EstimatePlan>(std::make_shared<const EstimatePlan::Impl>(engine_devices[de], structures[k]));
         });
     });
+    if (cache)  // keyed by the engine each plan was built with
+        for (std::size_t i = 0; i < configs.size(); ++i)
+            if (!kept[i] && out.plans[i])
+                cache->insert(cache_key(configs[i], out.plans[i]->impl().structure->engine.get()), out.plans[i]->impl_ptr());
     return out;
 }
 
@@ -359,7 +444,7 @@ SweepTable sweep(const SweepAxes& a, const SweepOptions& options) {
     check_axes(a, true);
     SweepTable table;
     const std::vector<Config> configs = all_configs(a);
-    const Plans plans = build_plans(a, configs, options.threads);
+    const Plans plans = build_plans(a, configs, options.threads, options.plans);
     const std::vector<std::size_t> ok = valid_configs(a, configs, plans, options, table);
 
     const std::size_t nb = a.batch.size(), np = a.prompt_tokens.size(), ng = a.gen_tokens.size(), nc = a.context_tokens.size();
@@ -459,7 +544,7 @@ SweepTable sweep(const SweepAxes& a, const SweepPoints& pts, const SweepOptions&
         config_of[i] = it->second;
     }
     SweepTable table;
-    const Plans plans = build_plans(a, configs, options.threads);
+    const Plans plans = build_plans(a, configs, options.threads, options.plans);
     valid_configs(a, configs, plans, options, table);
     std::vector<std::size_t> kept;  // the points whose configuration has a plan
     for (std::size_t i = 0; i < n; ++i)

@@ -249,3 +249,78 @@ TEST_CASE("large sweep columns are huge-page aligned, small ones ordinary, both 
     SweepColumn<std::uint8_t> small(100, 7);
     CHECK(small[99] == 7);
 }
+
+TEST_CASE("plan cache: a repeated sweep takes its plans from the cache, only for pinned objects, with the same rows") {
+    const DeviceDB& db = sweep_db();
+    const Model llama = sweep_model("llama-3.1-8b"), qwen = sweep_model("qwen3-8b");
+    SweepAxes a;
+    a.models = {&llama, &qwen};
+    a.quants = {"Q4_K_M", "Q8_0"};
+    a.devices = {&db.get("h100-sxm"), &db.get("m4-pro-20c")};
+    a.batch = {1, 16};
+    a.prompt_tokens = {0, 700};
+    a.gen_tokens = {1, 300};
+    SweepOptions plain;
+    plain.threads = 1;
+    const SweepTable reference = sweep(a, plain);
+    auto same_table = [&](const SweepTable& t) {
+        REQUIRE(t.rows == reference.rows);
+        for (std::size_t k = 0; k < t.columns.size(); ++k)
+            for (std::size_t r = 0; r < t.rows; ++r) CHECK(same_bits(t.columns[k][r], reference.columns[k][r]));
+        for (std::size_t k = 0; k < t.codes.size(); ++k) CHECK(t.codes[k] == reference.codes[k]);
+    };
+
+    PlanCache cache(16);
+    SweepOptions cached = plain;
+    cached.plans = &cache;
+    same_table(sweep(a, cached));
+    CHECK(cache.plans() == 0);  // nothing pinned: nothing kept
+
+    auto owner = std::make_shared<int>(0);  // stands for whatever keeps the objects alive
+    cache.pin({{&llama, owner}, {a.devices[0], owner}, {a.devices[1], owner}});
+    CHECK(cache.pins() == 3);
+    same_table(sweep(a, cached));
+    CHECK(cache.plans() == 4);  // llama's 2 quants × 2 devices; qwen is not pinned
+    const PlanCache::Key key{&llama, a.devices[0], engine("llama.cpp").get(), "Q4_K_M", "f16", false, 1, 0};
+    const auto kept = cache.find(key);
+    REQUIRE(kept);
+    same_table(sweep(a, cached));  // from the cache: the same plan objects, the same rows
+    CHECK(cache.find(key) == kept);
+    PlanCache::Key other = key;
+    other.ubatch_tokens = 256;
+    CHECK_FALSE(cache.find(other));
+    other = key;
+    other.engine = nullptr;  // another engine object (a reloaded engine_db): planned anew
+    CHECK_FALSE(cache.find(other));
+
+    SUBCASE("points take the same plans") {
+        SweepPoints p;
+        p.model = {0, 1};
+        p.quant = {0, 1};
+        p.device = {0, 1};
+        p.engine = {0, 0};
+        p.kv_dtype = {0, 0};
+        p.flash_attention = {0, 0};
+        p.tensor_parallel = {0, 0};
+        p.batch = {4, 2};
+        p.prompt_tokens = {100, 0};
+        p.gen_tokens = {10, 5};
+        const SweepTable with = sweep(a, p, cached), without = sweep(a, p, plain);
+        for (std::size_t k = 0; k < with.columns.size(); ++k)
+            for (std::size_t r = 0; r < with.rows; ++r) CHECK(same_bits(with.columns[k][r], without.columns[k][r]));
+        CHECK(cache.plans() == 4);
+    }
+    SUBCASE("full: the next pin starts afresh, and the owners are released") {
+        a.quants = {"Q4_K_M", "Q8_0", "BF16", "Q6_K", "Q5_K_M", "Q4_0", "IQ4_XS", "Q3_K_M", "Q2_K"};
+        sweep(a, cached);
+        CHECK(cache.plans() == 16);  // at most max_plans
+        const long held = owner.use_count();
+        cache.pin({{&llama, owner}});
+        CHECK(cache.plans() == 0);
+        CHECK(cache.pins() == 1);
+        CHECK(owner.use_count() == held - 2);
+        cache.clear();
+        CHECK(cache.pins() == 0);
+        CHECK(owner.use_count() == 1);
+    }
+}

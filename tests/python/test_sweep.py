@@ -1,5 +1,6 @@
 """Sweeps, inverse queries and the Pareto front: rows equal rp.estimate exactly, thread counts change nothing,
 inverse answers hold at the answer and fail one step beyond."""
+import json
 import math
 
 import numpy as np
@@ -96,6 +97,32 @@ def test_thread_count_changes_nothing(small):
     for threads in (2, 3, 16, None):
         other = rp.sweep(**kw, threads=threads)
         pd.testing.assert_frame_equal(small, other, check_exact=True)
+
+
+def test_plans_kept_between_sweeps_change_no_row(tmp_path):
+    """A repeated sweep takes its plans from the core's plan cache (its models and devices pinned by their Python
+    objects); the rows are those of a sweep that builds every plan, and a new device object is planned anew."""
+    from rooflinepy import _core
+
+    kw = dict(models=["llama-3.1-8b", "qwen3-30b-a3b"], quants=["Q4_K_M", "Q8_0"], devices=["h100-sxm", "m2-max"],
+              batch=[1, 8], prompt_tokens=[0, 700], gen_tokens=[1, 64], flash_attention=[False, True], threads=1)
+    _core.sweep_plan_cache(clear=True)
+    cold = rp.sweep(**kw)
+    kept = _core.sweep_plan_cache()
+    assert kept["plans"] == 2 * 2 * 2 * 2 and kept["pins"] == 4
+    pd.testing.assert_frame_equal(cold, rp.sweep(**kw), check_exact=True)
+    assert _core.sweep_plan_cache()["plans"] == kept["plans"]  # all taken from the cache
+    # the same id from another file with half the bandwidth: another object, planned anew
+    doc = json.load(open(rp.device("h100-sxm").origin))
+    doc["memory"]["dram"]["bandwidth_GBps"] /= 2
+    (tmp_path / "h100-sxm.json").write_text(json.dumps(doc))
+    slower = rp.load_device(tmp_path / "h100-sxm.json")
+    other = rp.sweep(**dict(kw, devices=[slower]))
+    assert _core.sweep_plan_cache()["plans"] == kept["plans"] + 8
+    fast = cold[cold.device == "h100-sxm"]
+    assert (other["decode_tokens_per_s"].to_numpy() < fast["decode_tokens_per_s"].to_numpy()).all()
+    assert _core.sweep_plan_cache(clear=True)["plans"] == 0
+    pd.testing.assert_frame_equal(cold, rp.sweep(**kw), check_exact=True)
 
 
 def test_columns_are_the_cores_buffers_not_copies(small):

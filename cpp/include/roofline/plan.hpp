@@ -101,6 +101,7 @@ public:
     struct Impl;
     explicit EstimatePlan(std::shared_ptr<const Impl> impl);
     const Impl& impl() const { return *impl_; }
+    const std::shared_ptr<const Impl>& impl_ptr() const { return impl_; }
 
 private:
     std::shared_ptr<const Impl> impl_;

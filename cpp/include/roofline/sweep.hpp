@@ -74,10 +74,51 @@ struct SweepPoints {
     std::vector<double> batch, prompt_tokens, gen_tokens, context_tokens;
 };
 
+/// Plans kept from one sweep to the next: a sweep that meets a configuration planned before — the same model and
+/// device objects, quantization, KV format, flash attention, engine (the same engine object: a reloaded engine_db
+/// plans anew), tensor parallel and micro-batch — takes that plan instead of building it again; every value is the
+/// same either way (a plan is a pure function of those). Plans are keyed by the identity of the model and device
+/// objects, so they are kept only for objects pinned with an owner that keeps them alive and unchanged (the Python
+/// bindings pin their core objects, which Python cannot change). At most `max_plans` plans and 4 × `max_plans` pins:
+/// a pin() that finds either full drops everything first. Thread-safe.
+class PlanCache {
+public:
+    explicit PlanCache(std::size_t max_plans = 4096);
+    ~PlanCache();
+    PlanCache(const PlanCache&) = delete;
+    PlanCache& operator=(const PlanCache&) = delete;
+    /// Pin these objects (models or devices), each with its owner; drops everything first when full.
+    void pin(const std::vector<std::pair<const void*, std::shared_ptr<const void>>>& objects);
+    std::size_t plans() const;  ///< plans kept
+    std::size_t pins() const;   ///< objects pinned
+    void clear();               ///< drop every plan and pin
+
+    /// A configuration as the cache knows it.
+    struct Key {
+        const Model* model = nullptr;
+        const Device* device = nullptr;
+        const Engine* engine = nullptr;  ///< the engine object resolved for the plan
+        std::string quant, kv_dtype;
+        bool flash_attention = false;
+        int tensor_parallel = 1;
+        double ubatch_tokens = 0;
+        bool operator<(const Key& o) const;
+    };
+    /// The plan kept for `key`, or null (also when its model or device is not pinned).
+    std::shared_ptr<const EstimatePlan::Impl> find(const Key& key) const;
+    /// Keep `plan` for `key` if its model and device are pinned and there is room.
+    void insert(const Key& key, std::shared_ptr<const EstimatePlan::Impl> plan);
+
+private:
+    struct State;
+    std::unique_ptr<State> state_;
+};
+
 struct SweepOptions {
     int threads = 0;            ///< worker threads; 0 = one per core (std::thread::hardware_concurrency)
     bool skip_invalid = false;  ///< leave out configurations no plan can be built for (listed in SweepTable::skipped)
                                 ///< instead of throwing the first one's error
+    PlanCache* plans = nullptr; ///< plans kept between sweeps (not owned; null: every plan is built)
 };
 
 /// The results by column, one entry per row. Product sweeps order rows as nested loops: model, quant, device, engine,
