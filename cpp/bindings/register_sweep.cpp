@@ -102,18 +102,20 @@ SweepAxes axes_of(const std::vector<const Model*>& models, const std::vector<std
 }
 
 // The plans every Python sweep keeps for the next (PlanCache): the models and devices of a sweep are pinned with
-// their Python objects, which Python cannot change. Never destroyed: its owners are Python objects, which must not
-// be released after the interpreter is gone.
+// their Python objects, which Python cannot change. Never destroyed (its owners are Python objects, which must not
+// be released once the interpreter is gone): emptied at interpreter exit instead (register_sweep).
 PlanCache& sweep_plans() {
     static PlanCache* cache = new PlanCache(1024);  // ~20 KB a plan: ~20 MB at most
     return *cache;
 }
 
-// Pin the axes' models and devices (the GIL held): each is kept by the Python object that wraps it.
+// Pin the axes' models and devices (the GIL held): each is kept by the Python object that wraps it. Objects that
+// only the cache still holds (refcount 1) are unpinned first, with their plans: no sweep can name them again.
 SweepOptions options_for(const SweepAxes& a, int threads, bool skip_invalid) {
-    std::vector<std::pair<const void*, std::shared_ptr<const void>>> pins;
+    sweep_plans().release([](const PlanCache::Owner& o) { return Py_REFCNT(static_cast<const py::object*>(o.get())->ptr()) == 1; });
+    std::vector<std::pair<const void*, PlanCache::Owner>> pins;
     auto owner = [](py::handle h) {
-        return std::shared_ptr<const void>(new py::object(py::reinterpret_borrow<py::object>(h)), [](const void* p) {
+        return PlanCache::Owner(new py::object(py::reinterpret_borrow<py::object>(h)), [](const void* p) {
             py::gil_scoped_acquire gil;
             delete static_cast<const py::object*>(p);
         });
@@ -134,11 +136,14 @@ void register_sweep(py::module_& m) {
             py::dict d;
             d["plans"] = sweep_plans().plans();
             d["pins"] = sweep_plans().pins();
+            d["hits"] = sweep_plans().hits();
             return d;
         },
         py::arg("clear") = false,
-        "The plans sweeps keep for the next sweep (plans, pins: the models and devices they are kept for); clear=True "
-        "drops them first");
+        "The plans sweeps keep for the next sweep (plans; pins: the models and devices they are kept for; hits: plans "
+        "taken from it so far); clear=True drops them first");
+    // the owners are Python objects: released while the interpreter still runs
+    py::module_::import("atexit").attr("register")(py::cpp_function([] { sweep_plans().clear(); }));
     m.def("sweep_columns", &sweep_columns, "Names of a sweep's numeric columns, in order");
     m.def("sweep_code_columns", &sweep_code_columns, "Names of a sweep's code columns (bounds, flags), in order");
 

@@ -51,10 +51,16 @@ bool PlanCache::Key::operator<(const Key& o) const {
 }
 
 struct PlanCache::State {
-    std::size_t max_plans;
+    struct Entry {
+        std::shared_ptr<const EstimatePlan::Impl> plan;
+        std::uint64_t used = 0;  // the tick of its last use
+    };
+    std::size_t max_plans = 1;
     mutable std::mutex mutex;
-    std::map<const void*, std::shared_ptr<const void>> pins;
-    std::map<Key, std::shared_ptr<const EstimatePlan::Impl>> plans;
+    mutable std::uint64_t tick = 0;
+    mutable std::size_t hits = 0;
+    std::map<const void*, Owner> pins;
+    mutable std::map<Key, Entry> plans;
     bool pinned(const Key& k) const { return pins.count(k.model) && pins.count(k.device); }
 };
 
@@ -63,21 +69,47 @@ PlanCache::PlanCache(std::size_t max_plans) : state_(std::make_unique<State>()) 
 }
 PlanCache::~PlanCache() = default;
 
-void PlanCache::pin(const std::vector<std::pair<const void*, std::shared_ptr<const void>>>& objects) {
-    std::map<const void*, std::shared_ptr<const void>> dropped;  // released after the lock: an owner's deleter may lock
-    std::map<Key, std::shared_ptr<const EstimatePlan::Impl>> dropped_plans;
+// Owners and plans are released after the lock: an owner's deleter may take locks of its own (the GIL).
+void PlanCache::pin(const std::vector<std::pair<const void*, Owner>>& objects) {
+    std::map<const void*, Owner> dropped;
+    std::map<Key, State::Entry> dropped_plans;
     {
         std::lock_guard<std::mutex> lock(state_->mutex);
         State& st = *state_;
         std::size_t fresh = 0;
         for (const auto& o : objects) fresh += st.pins.count(o.first) ? 0u : 1u;
-        if (st.plans.size() >= st.max_plans || st.pins.size() + fresh > 4 * st.max_plans) {
+        if (st.pins.size() + fresh > 4 * st.max_plans) {
             dropped.swap(st.pins);
             dropped_plans.swap(st.plans);
         }
         for (const auto& o : objects)
             if (o.first && o.second) st.pins.emplace(o.first, o.second);
     }
+}
+
+std::size_t PlanCache::release(const std::function<bool(const Owner&)>& unused) {
+    std::vector<Owner> dropped;
+    std::vector<std::shared_ptr<const EstimatePlan::Impl>> dropped_plans;
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    State& st = *state_;
+    for (auto it = st.pins.begin(); it != st.pins.end();) {
+        if (!unused(it->second)) {
+            ++it;
+            continue;
+        }
+        const void* object = it->first;
+        for (auto p = st.plans.begin(); p != st.plans.end();) {
+            if (p->first.model == object || p->first.device == object) {
+                dropped_plans.push_back(std::move(p->second.plan));
+                p = st.plans.erase(p);
+            } else {
+                ++p;
+            }
+        }
+        dropped.push_back(std::move(it->second));
+        it = st.pins.erase(it);
+    }
+    return dropped.size();  // the lock is released before `dropped` is
 }
 
 std::size_t PlanCache::plans() const {
@@ -88,9 +120,13 @@ std::size_t PlanCache::pins() const {
     std::lock_guard<std::mutex> lock(state_->mutex);
     return state_->pins.size();
 }
+std::size_t PlanCache::hits() const {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    return state_->hits;
+}
 void PlanCache::clear() {
-    std::map<const void*, std::shared_ptr<const void>> dropped;
-    std::map<Key, std::shared_ptr<const EstimatePlan::Impl>> dropped_plans;
+    std::map<const void*, Owner> dropped;
+    std::map<Key, State::Entry> dropped_plans;
     std::lock_guard<std::mutex> lock(state_->mutex);
     dropped.swap(state_->pins);
     dropped_plans.swap(state_->plans);
@@ -98,15 +134,28 @@ void PlanCache::clear() {
 
 std::shared_ptr<const EstimatePlan::Impl> PlanCache::find(const Key& key) const {
     std::lock_guard<std::mutex> lock(state_->mutex);
-    if (!state_->pinned(key)) return nullptr;
-    const auto it = state_->plans.find(key);
-    return it == state_->plans.end() ? nullptr : it->second;
+    const State& st = *state_;
+    if (!st.pinned(key)) return nullptr;
+    const auto it = st.plans.find(key);
+    if (it == st.plans.end()) return nullptr;
+    it->second.used = ++st.tick;
+    ++st.hits;
+    return it->second.plan;
 }
 
 void PlanCache::insert(const Key& key, std::shared_ptr<const EstimatePlan::Impl> plan) {
+    std::shared_ptr<const EstimatePlan::Impl> evicted;
     std::lock_guard<std::mutex> lock(state_->mutex);
     State& st = *state_;
-    if (plan && st.pinned(key) && st.plans.size() < st.max_plans) st.plans.emplace(key, std::move(plan));
+    if (!plan || !st.pinned(key) || st.plans.count(key)) return;
+    if (st.plans.size() >= st.max_plans) {  // the least recently used goes
+        auto oldest = st.plans.begin();
+        for (auto it = st.plans.begin(); it != st.plans.end(); ++it)
+            if (it->second.used < oldest->second.used) oldest = it;
+        evicted = std::move(oldest->second.plan);
+        st.plans.erase(oldest);
+    }
+    st.plans.emplace(key, State::Entry{std::move(plan), ++st.tick});
 }
 
 namespace {
@@ -299,8 +348,9 @@ Plans build_plans(const SweepAxes& a, const std::vector<Config>& configs, int th
         const Config& k = keys[i];
         const std::size_t f = static_cast<std::size_t>(std::lower_bound(mq.begin(), mq.end(), k[0] * nq + k[1]) - mq.begin());
         capture(structure_failures[i], [] { return std::string(); }, [&] {
+            // the engine object resolved above (its backend and device were chosen with it), not looked up again
             const PlanConfig pc{a.quants[k[1]], a.kv_dtypes[k[4]], a.flash_attention[k[5]] != 0, a.engines[k[3]],
-                                a.tensor_parallel[k[6]], a.ubatch_tokens[k[7]]};
+                                a.tensor_parallel[k[6]], a.ubatch_tokens[k[7]], engines[k[3]]};
             // the order EstimatePlan validates in: KV format, then the quantization
             parse_kv_format(pc.kv_dtype);
             if (!format_ok[f]) rethrow(format_failures[f]);
@@ -331,10 +381,9 @@ Plans build_plans(const SweepAxes& a, const std::vector<Config>& configs, int th
             out.plans[i] = std::make_unique<EstimatePlan>(std::make_shared<const EstimatePlan::Impl>(engine_devices[de], structures[k]));
         });
     });
-    if (cache)  // keyed by the engine each plan was built with
+    if (cache)
         for (std::size_t i = 0; i < configs.size(); ++i)
-            if (!kept[i] && out.plans[i])
-                cache->insert(cache_key(configs[i], out.plans[i]->impl().structure->engine.get()), out.plans[i]->impl_ptr());
+            if (!kept[i] && out.plans[i]) cache->insert(cache_key(configs[i], engines[configs[i][3]].get()), out.plans[i]->impl_ptr());
     return out;
 }
 
@@ -503,6 +552,18 @@ SweepTable sweep(const SweepAxes& a, const SweepOptions& options) {
     return table;
 }
 
+namespace {
+// One point as EstimatePlan::evaluate computes it (checked by the caller), without filling the plan's own memos of
+// prompts and batches: a plan kept between sweeps would keep what one sweep's points left in them.
+EstimateRow evaluate_point(const EstimatePlan::Impl& p, double batch, double prompt, double gen, double context) {
+    PhaseSums pre, dec;
+    if (prompt > 0) pre = p.prefill(batch, p.prefill_attention(prompt, context));
+    if (gen > 0) dec = p.decode(batch, context + prompt, gen, p.decode_step(batch));
+    return p.assemble(batch, prompt, gen, context, pre, dec, p.max_context(batch), p.compute_bound_batch(prompt, gen, context),
+                      p.max_batch(prompt, gen, context));
+}
+}  // namespace
+
 SweepTable sweep(const SweepAxes& a, const SweepPoints& pts, const SweepOptions& options) {
     check_axes(a, false);
     const std::size_t n = pts.batch.size();
@@ -557,7 +618,7 @@ SweepTable sweep(const SweepAxes& a, const SweepPoints& pts, const SweepOptions&
             const std::size_t i = kept[r];
             const std::size_t ci = config_of[i];
             const EstimatePlan& plan = *plans.plans[ci];
-            w.write(r, a, configs[ci], plan, plan.evaluate(pts.batch[i], pts.prompt_tokens[i], pts.gen_tokens[i], context[i], nullptr));
+            w.write(r, a, configs[ci], plan, evaluate_point(plan.impl(), pts.batch[i], pts.prompt_tokens[i], pts.gen_tokens[i], context[i]));
             table.point[r] = static_cast<std::int64_t>(i);
         }
     });

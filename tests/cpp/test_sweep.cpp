@@ -257,6 +257,7 @@ TEST_CASE("plan cache: a repeated sweep takes its plans from the cache, only for
     a.models = {&llama, &qwen};
     a.quants = {"Q4_K_M", "Q8_0"};
     a.devices = {&db.get("h100-sxm"), &db.get("m4-pro-20c")};
+    a.kv_dtypes = {"f16", "q8_0"};
     a.batch = {1, 16};
     a.prompt_tokens = {0, 700};
     a.gen_tokens = {1, 300};
@@ -276,51 +277,64 @@ TEST_CASE("plan cache: a repeated sweep takes its plans from the cache, only for
     same_table(sweep(a, cached));
     CHECK(cache.plans() == 0);  // nothing pinned: nothing kept
 
-    auto owner = std::make_shared<int>(0);  // stands for whatever keeps the objects alive
-    cache.pin({{&llama, owner}, {a.devices[0], owner}, {a.devices[1], owner}});
+    auto owner = std::make_shared<int>(0), other_owner = std::make_shared<int>(1);  // whatever keeps the objects alive
+    cache.pin({{&llama, owner}, {a.devices[0], owner}, {a.devices[1], other_owner}});
     CHECK(cache.pins() == 3);
     same_table(sweep(a, cached));
-    CHECK(cache.plans() == 4);  // llama's 2 quants × 2 devices; qwen is not pinned
+    CHECK(cache.plans() == 8);  // llama's 2 quants × 2 KV formats × 2 devices; qwen is not pinned
+    CHECK(cache.hits() == 0);
     const PlanCache::Key key{&llama, a.devices[0], engine("llama.cpp").get(), "Q4_K_M", "f16", false, 1, 0};
     const auto kept = cache.find(key);
     REQUIRE(kept);
-    same_table(sweep(a, cached));  // from the cache: the same plan objects, the same rows
+    CHECK(cache.hits() == 1);
+    cached.threads = 3;
+    same_table(sweep(a, cached));  // from the cache: every pinned configuration found, the same rows
+    CHECK(cache.hits() == 1 + 8);
     CHECK(cache.find(key) == kept);
-    PlanCache::Key other = key;
-    other.ubatch_tokens = 256;
-    CHECK_FALSE(cache.find(other));
-    other = key;
-    other.engine = nullptr;  // another engine object (a reloaded engine_db): planned anew
-    CHECK_FALSE(cache.find(other));
+    for (auto change : {+[](PlanCache::Key& k) { k.ubatch_tokens = 256; }, +[](PlanCache::Key& k) { k.tensor_parallel = 2; },
+                        +[](PlanCache::Key& k) { k.kv_dtype = "q8_0"; k.quant = "BF16"; },
+                        +[](PlanCache::Key& k) { k.engine = nullptr; }}) {  // another engine object: a reloaded engine_db
+        PlanCache::Key other = key;
+        change(other);
+        CHECK_FALSE(cache.find(other));
+    }
 
-    SUBCASE("points take the same plans") {
+    SUBCASE("points take the same plans and leave them as they were") {
         SweepPoints p;
         p.model = {0, 1};
         p.quant = {0, 1};
         p.device = {0, 1};
         p.engine = {0, 0};
-        p.kv_dtype = {0, 0};
+        p.kv_dtype = {0, 1};
         p.flash_attention = {0, 0};
         p.tensor_parallel = {0, 0};
         p.batch = {4, 2};
         p.prompt_tokens = {100, 0};
         p.gen_tokens = {10, 5};
+        const std::size_t hits = cache.hits();
         const SweepTable with = sweep(a, p, cached), without = sweep(a, p, plain);
         for (std::size_t k = 0; k < with.columns.size(); ++k)
             for (std::size_t r = 0; r < with.rows; ++r) CHECK(same_bits(with.columns[k][r], without.columns[k][r]));
-        CHECK(cache.plans() == 4);
+        CHECK(cache.hits() == hits + 1);  // llama's point; qwen's configuration is not kept
+        CHECK(cache.plans() == 8);
     }
-    SUBCASE("full: the next pin starts afresh, and the owners are released") {
-        a.quants = {"Q4_K_M", "Q8_0", "BF16", "Q6_K", "Q5_K_M", "Q4_0", "IQ4_XS", "Q3_K_M", "Q2_K"};
+    SUBCASE("full: the least recently used plans go; released owners take their plans along") {
+        a.quants = {"Q4_K_M", "Q8_0", "BF16", "Q6_K", "Q5_K_M"};  // 5 × 2 × 2 = 20 pinned configurations
         sweep(a, cached);
         CHECK(cache.plans() == 16);  // at most max_plans
-        const long held = owner.use_count();
-        cache.pin({{&llama, owner}});
-        CHECK(cache.plans() == 0);
-        CHECK(cache.pins() == 1);
-        CHECK(owner.use_count() == held - 2);
+        // the sweep looked up its 8 kept plans (in configuration order), then inserted 12: the 4 looked up first
+        // (Q4_K_M's) were the least recently used when the cache was full
+        CHECK_FALSE(cache.find(key));
+        PlanCache::Key q8 = key;
+        q8.quant = "Q8_0";
+        CHECK(cache.find(q8));
+        cache.release([&](const PlanCache::Owner& o) { return o == other_owner; });  // the m4-pro's
+        CHECK(cache.pins() == 2);
+        CHECK(cache.plans() == 8);  // llama × Q8_0 … Q5_K_M × 2 KV formats on the h100-sxm
+        CHECK(other_owner.use_count() == 1);
         cache.clear();
         CHECK(cache.pins() == 0);
+        CHECK(cache.plans() == 0);
         CHECK(owner.use_count() == 1);
     }
 }

@@ -101,26 +101,36 @@ def test_thread_count_changes_nothing(small):
 
 def test_plans_kept_between_sweeps_change_no_row(tmp_path):
     """A repeated sweep takes its plans from the core's plan cache (its models and devices pinned by their Python
-    objects); the rows are those of a sweep that builds every plan, and a new device object is planned anew."""
+    objects); the rows are those of a sweep that builds every plan, another device object is planned anew, and an
+    object only the cache still holds is let go with its plans."""
+    import gc
+
     from rooflinepy import _core
 
-    kw = dict(models=["llama-3.1-8b", "qwen3-30b-a3b"], quants=["Q4_K_M", "Q8_0"], devices=["h100-sxm", "m2-max"],
-              batch=[1, 8], prompt_tokens=[0, 700], gen_tokens=[1, 64], flash_attention=[False, True], threads=1)
+    kw = dict(models=["llama-3.1-8b", "qwen3-30b-a3b"], quants=["Q4_K_M", "Q8_0"], devices=["h100-sxm", "a100-sxm-80gb"],
+              batch=[1, 8], prompt_tokens=[0, 700], gen_tokens=[1, 64], flash_attention=[False, True],
+              kv_dtype=["f16", "q8_0"], tensor_parallel=[1, 2], threads=1)
+    configurations = 2 * 2 * 2 * 2 * 2 * 2
     _core.sweep_plan_cache(clear=True)
     cold = rp.sweep(**kw)
     kept = _core.sweep_plan_cache()
-    assert kept["plans"] == 2 * 2 * 2 * 2 and kept["pins"] == 4
-    pd.testing.assert_frame_equal(cold, rp.sweep(**kw), check_exact=True)
-    assert _core.sweep_plan_cache()["plans"] == kept["plans"]  # all taken from the cache
+    assert kept["plans"] == configurations and kept["pins"] == 4
+    pd.testing.assert_frame_equal(cold, rp.sweep(**dict(kw, threads=2)), check_exact=True)
+    warm = _core.sweep_plan_cache()
+    assert warm["plans"] == configurations and warm["hits"] == kept["hits"] + configurations  # every plan kept
     # the same id from another file with half the bandwidth: another object, planned anew
     doc = json.load(open(rp.device("h100-sxm").origin))
     doc["memory"]["dram"]["bandwidth_GBps"] /= 2
     (tmp_path / "h100-sxm.json").write_text(json.dumps(doc))
     slower = rp.load_device(tmp_path / "h100-sxm.json")
     other = rp.sweep(**dict(kw, devices=[slower]))
-    assert _core.sweep_plan_cache()["plans"] == kept["plans"] + 8
+    assert _core.sweep_plan_cache()["plans"] == configurations + configurations // 2
     fast = cold[cold.device == "h100-sxm"]
     assert (other["decode_tokens_per_s"].to_numpy() < fast["decode_tokens_per_s"].to_numpy()).all()
+    del slower, other
+    gc.collect()
+    rp.sweep(**dict(kw, models=["llama-3.1-8b"], quants=["Q4_K_M"]))  # the next sweep lets the unreachable device go
+    assert _core.sweep_plan_cache()["pins"] == 4 and _core.sweep_plan_cache()["plans"] == configurations
     assert _core.sweep_plan_cache(clear=True)["plans"] == 0
     pd.testing.assert_frame_equal(cold, rp.sweep(**kw), check_exact=True)
 

@@ -8,6 +8,7 @@
 #include "roofline/plan.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <new>
 #include <string>
@@ -79,25 +80,29 @@ struct SweepPoints {
 /// plans anew), tensor parallel and micro-batch — takes that plan instead of building it again; every value is the
 /// same either way (a plan is a pure function of those). Plans are keyed by the identity of the model and device
 /// objects, so they are kept only for objects pinned with an owner that keeps them alive and unchanged (the Python
-/// bindings pin their core objects, which Python cannot change). At most `max_plans` plans and 4 × `max_plans` pins:
-/// a pin() that finds either full drops everything first. Thread-safe.
+/// bindings pin their core objects, which Python cannot change). At most `max_plans` plans: a new one evicts the
+/// least recently used. At most 4 × `max_plans` pins: a pin() beyond drops every plan and pin first. Thread-safe.
 class PlanCache {
 public:
-    explicit PlanCache(std::size_t max_plans = 4096);
+    explicit PlanCache(std::size_t max_plans = 1024);
     ~PlanCache();
     PlanCache(const PlanCache&) = delete;
     PlanCache& operator=(const PlanCache&) = delete;
-    /// Pin these objects (models or devices), each with its owner; drops everything first when full.
-    void pin(const std::vector<std::pair<const void*, std::shared_ptr<const void>>>& objects);
+    using Owner = std::shared_ptr<const void>;
+    /// Pin these objects (models or devices), each with its owner.
+    void pin(const std::vector<std::pair<const void*, Owner>>& objects);
+    /// Unpin the objects whose owner `unused` says nothing else needs, with the plans kept for them; how many.
+    std::size_t release(const std::function<bool(const Owner&)>& unused);
     std::size_t plans() const;  ///< plans kept
     std::size_t pins() const;   ///< objects pinned
+    std::size_t hits() const;   ///< plans found since the cache was made
     void clear();               ///< drop every plan and pin
 
     /// A configuration as the cache knows it.
     struct Key {
         const Model* model = nullptr;
         const Device* device = nullptr;
-        const Engine* engine = nullptr;  ///< the engine object resolved for the plan
+        const Engine* engine = nullptr;  ///< the engine object the plan is built with
         std::string quant, kv_dtype;
         bool flash_attention = false;
         int tensor_parallel = 1;
@@ -106,7 +111,7 @@ public:
     };
     /// The plan kept for `key`, or null (also when its model or device is not pinned).
     std::shared_ptr<const EstimatePlan::Impl> find(const Key& key) const;
-    /// Keep `plan` for `key` if its model and device are pinned and there is room.
+    /// Keep `plan` for `key` if its model and device are pinned (evicting the least recently used plan when full).
     void insert(const Key& key, std::shared_ptr<const EstimatePlan::Impl> plan);
 
 private:
