@@ -553,14 +553,41 @@ SweepTable sweep(const SweepAxes& a, const SweepOptions& options) {
 }
 
 namespace {
-// One point as EstimatePlan::evaluate computes it (checked by the caller), without filling the plan's own memos of
-// prompts and batches: a plan kept between sweeps would keep what one sweep's points left in them.
-EstimateRow evaluate_point(const EstimatePlan::Impl& p, double batch, double prompt, double gen, double context) {
+// One point as EstimatePlan::evaluate computes it (checked by the caller), with the pieces consecutive points share
+// kept in a memo of the caller's (one chunk of points) instead of the plan's own: a plan kept between sweeps would
+// keep what one sweep's points left in it.
+struct PointMemo {
+    const EstimatePlan::Impl* plan = nullptr;
+    double prompt = -1, context = -1;
+    PrefillChunks chunks;
+    double mc_batch = -1, max_context = 0;
+    std::array<double, 3> cb_at{-1, -1, -1};
+    double compute_bound_batch = 0;
+};
+EstimateRow evaluate_point(const EstimatePlan::Impl& p, double batch, double prompt, double gen, double context, PointMemo& m) {
+    if (m.plan != &p) {
+        m = PointMemo();
+        m.plan = &p;
+    }
     PhaseSums pre, dec;
-    if (prompt > 0) pre = p.prefill(batch, p.prefill_attention(prompt, context));
+    if (prompt > 0) {
+        if (m.prompt != prompt || m.context != context) {
+            m.chunks = p.prefill_attention(prompt, context);
+            m.prompt = prompt;
+            m.context = context;
+        }
+        pre = p.prefill(batch, m.chunks);
+    }
     if (gen > 0) dec = p.decode(batch, context + prompt, gen, p.decode_step(batch));
-    return p.assemble(batch, prompt, gen, context, pre, dec, p.max_context(batch), p.compute_bound_batch(prompt, gen, context),
-                      p.max_batch(prompt, gen, context));
+    if (m.mc_batch != batch) {
+        m.max_context = p.max_context(batch);
+        m.mc_batch = batch;
+    }
+    if (m.cb_at != std::array<double, 3>{prompt, gen, context}) {
+        m.compute_bound_batch = p.compute_bound_batch(prompt, gen, context);
+        m.cb_at = {prompt, gen, context};
+    }
+    return p.assemble(batch, prompt, gen, context, pre, dec, m.max_context, m.compute_bound_batch, p.max_batch(prompt, gen, context));
 }
 }  // namespace
 
@@ -614,11 +641,12 @@ SweepTable sweep(const SweepAxes& a, const SweepPoints& pts, const SweepOptions&
     w.resize(kept.size(), true);
     constexpr std::size_t kChunk = 512;
     parallel_for((kept.size() + kChunk - 1) / kChunk, options.threads, [&](std::size_t chunk) {
+        PointMemo memo;
         for (std::size_t r = chunk * kChunk; r < std::min(kept.size(), (chunk + 1) * kChunk); ++r) {
             const std::size_t i = kept[r];
             const std::size_t ci = config_of[i];
             const EstimatePlan& plan = *plans.plans[ci];
-            w.write(r, a, configs[ci], plan, evaluate_point(plan.impl(), pts.batch[i], pts.prompt_tokens[i], pts.gen_tokens[i], context[i]));
+            w.write(r, a, configs[ci], plan, evaluate_point(plan.impl(), pts.batch[i], pts.prompt_tokens[i], pts.gen_tokens[i], context[i], memo));
             table.point[r] = static_cast<std::int64_t>(i);
         }
     });

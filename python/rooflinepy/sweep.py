@@ -389,6 +389,28 @@ def _write_stream(chunks: Iterator[pd.DataFrame], output: Any) -> StreamedSweep:
     return result
 
 
+def _each_once(fn: Callable[[Any], T], values: List[Any]) -> List[T]:
+    """[fn(v) for v in values], fn called once per distinct value (by type and value; unhashable values each time):
+    a points table repeats a handful of models, devices and engines over many rows. The first bad value raises,
+    as the plain comprehension would."""
+    memo: Dict[Tuple[type, Any], T] = {}
+    out: List[T] = []
+    for v in values:
+        try:
+            key = (type(v), v)
+            hit = memo.get(key, _NONE)
+        except TypeError:  # unhashable
+            out.append(fn(v))
+            continue
+        if hit is _NONE:
+            hit = memo[key] = fn(v)
+        out.append(hit)
+    return out
+
+
+_NONE: Any = object()
+
+
 def _sweep_points(points: Any, kv_dtype: Any, flash_attention: Any, engine: Any, tensor_parallel: Any,
                   context_tokens: Any, ubatch_tokens: Any, threads: int, skip_invalid: bool) -> pd.DataFrame:
     import numpy as np
@@ -407,9 +429,9 @@ def _sweep_points(points: Any, kv_dtype: Any, flash_attention: Any, engine: Any,
         return values
 
     raw = {"model": column("model", None), "quant": [str(q) for q in column("quant", None)],
-           "device": column("device", None), "engine": [_engine_name(e) for e in column("engine", engine)],
+           "device": column("device", None), "engine": _each_once(_engine_name, column("engine", engine)),
            "kv_dtype": [str(k) for k in column("kv_dtype", kv_dtype)],
-           "flash": [_flag(f, "flash_attention") for f in column("flash_attention", flash_attention)],
+           "flash": _each_once(lambda f: _flag(f, "flash_attention"), column("flash_attention", flash_attention)),
            "tp": column("tensor_parallel", tensor_parallel),
            "ubatch": [0.0 if x is None else float(x) for x in column("ubatch_tokens", ubatch_tokens)],
            "context": column("context_tokens", context_tokens)}
@@ -423,10 +445,13 @@ def _sweep_points(points: Any, kv_dtype: Any, flash_attention: Any, engine: Any,
         """Models and devices: distinct by id (the first object of each id kept) and each value's index."""
         objs: Dict[str, Any] = {}
         ids: List[str] = []
-        for v in values:
+        def with_id(v: Any) -> Tuple[Any, str]:
             o = resolve(v)
-            objs.setdefault(o.id, o)
-            ids.append(o.id)
+            return o, o.id
+
+        for o, oid in _each_once(with_id, values):
+            objs.setdefault(oid, o)
+            ids.append(oid)
         return list(objs.values()), codes(ids)[1]
 
     model_objs, model_codes = object_codes(raw["model"], _model)
@@ -435,7 +460,7 @@ def _sweep_points(points: Any, kv_dtype: Any, flash_attention: Any, engine: Any,
     engines, engine_codes = codes(raw["engine"])
     kvs, kv_codes = codes(raw["kv_dtype"])
     flashes, flash_codes = codes(raw["flash"])
-    tps, tp_codes = codes([_tp(t) for t in raw["tp"]])
+    tps, tp_codes = codes(_each_once(_tp, raw["tp"]))
     ubatches, ubatch_codes = codes(raw["ubatch"])
     def u32(v: List[int]) -> npt.NDArray[np.uint32]:
         return np.asarray(v, dtype=np.uint32)
