@@ -111,7 +111,9 @@ PlanCache& sweep_plans() {
 
 // Pin the axes' models and devices (the GIL held): each is kept by the Python object that wraps it. Objects that
 // only the cache still holds (refcount 1) are unpinned first, with their plans: no sweep can name them again.
-SweepOptions options_for(const SweepAxes& a, int threads, bool skip_invalid) {
+// `hold` gets the Python objects, for the caller to keep until the sweep is done (another thread's sweep may
+// unpin them meanwhile, and the argument list alone does not keep them).
+SweepOptions options_for(const SweepAxes& a, int threads, bool skip_invalid, std::vector<py::object>& hold) {
     sweep_plans().release([](const PlanCache::Owner& o) { return Py_REFCNT(static_cast<const py::object*>(o.get())->ptr()) == 1; });
     std::vector<std::pair<const void*, PlanCache::Owner>> pins;
     auto owner = [](py::handle h) {
@@ -120,8 +122,10 @@ SweepOptions options_for(const SweepAxes& a, int threads, bool skip_invalid) {
             delete static_cast<const py::object*>(p);
         });
     };
-    for (const Model* x : a.models) pins.emplace_back(x, owner(py::cast(x, py::return_value_policy::reference)));
-    for (const Device* x : a.devices) pins.emplace_back(x, owner(py::cast(x, py::return_value_policy::reference)));
+    for (const Model* x : a.models) hold.push_back(py::cast(x, py::return_value_policy::reference));
+    for (const Device* x : a.devices) hold.push_back(py::cast(x, py::return_value_policy::reference));
+    for (std::size_t i = 0; i < hold.size(); ++i)
+        pins.emplace_back(i < a.models.size() ? static_cast<const void*>(a.models[i]) : a.devices[i - a.models.size()], owner(hold[i]));
     sweep_plans().pin(pins);
     return SweepOptions{threads, skip_invalid, &sweep_plans()};
 }
@@ -161,7 +165,8 @@ void register_sweep(py::module_& m) {
             a.gen_tokens = gen_tokens;
             a.context_tokens = context_tokens;
             a.ubatch_tokens = ubatch_tokens;
-            const SweepOptions options = options_for(a, threads, skip_invalid);
+            std::vector<py::object> hold;  // released with the GIL held, after the sweep
+            const SweepOptions options = options_for(a, threads, skip_invalid, hold);
             SweepTable t;
             {
                 py::gil_scoped_release release;
@@ -208,7 +213,8 @@ void register_sweep(py::module_& m) {
             p.gen_tokens = to_vector(gen_tokens, "gen_tokens");
             p.ubatch = to_vector(ubatch, "ubatch");
             p.context_tokens = to_vector(context_tokens, "context_tokens");
-            const SweepOptions options = options_for(a, threads, skip_invalid);
+            std::vector<py::object> hold;  // released with the GIL held, after the sweep
+            const SweepOptions options = options_for(a, threads, skip_invalid, hold);
             SweepTable t;
             {
                 py::gil_scoped_release release;

@@ -60,7 +60,9 @@ struct PlanCache::State {
     mutable std::uint64_t tick = 0;
     mutable std::size_t hits = 0;
     std::map<const void*, Owner> pins;
-    mutable std::map<Key, Entry> plans;
+    using Plans = std::map<Key, Entry>;
+    mutable Plans plans;
+    mutable std::map<std::uint64_t, Plans::iterator> by_use;  // the plans by their last use, oldest first
     bool pinned(const Key& k) const { return pins.count(k.model) && pins.count(k.device); }
 };
 
@@ -81,6 +83,7 @@ void PlanCache::pin(const std::vector<std::pair<const void*, Owner>>& objects) {
         if (st.pins.size() + fresh > 4 * st.max_plans) {
             dropped.swap(st.pins);
             dropped_plans.swap(st.plans);
+            st.by_use.clear();
         }
         for (const auto& o : objects)
             if (o.first && o.second) st.pins.emplace(o.first, o.second);
@@ -101,6 +104,7 @@ std::size_t PlanCache::release(const std::function<bool(const Owner&)>& unused) 
         for (auto p = st.plans.begin(); p != st.plans.end();) {
             if (p->first.model == object || p->first.device == object) {
                 dropped_plans.push_back(std::move(p->second.plan));
+                st.by_use.erase(p->second.used);
                 p = st.plans.erase(p);
             } else {
                 ++p;
@@ -130,6 +134,7 @@ void PlanCache::clear() {
     std::lock_guard<std::mutex> lock(state_->mutex);
     dropped.swap(state_->pins);
     dropped_plans.swap(state_->plans);
+    state_->by_use.clear();
 }
 
 std::shared_ptr<const EstimatePlan::Impl> PlanCache::find(const Key& key) const {
@@ -138,7 +143,9 @@ std::shared_ptr<const EstimatePlan::Impl> PlanCache::find(const Key& key) const 
     if (!st.pinned(key)) return nullptr;
     const auto it = st.plans.find(key);
     if (it == st.plans.end()) return nullptr;
+    st.by_use.erase(it->second.used);
     it->second.used = ++st.tick;
+    st.by_use.emplace(it->second.used, it);
     ++st.hits;
     return it->second.plan;
 }
@@ -149,13 +156,13 @@ void PlanCache::insert(const Key& key, std::shared_ptr<const EstimatePlan::Impl>
     State& st = *state_;
     if (!plan || !st.pinned(key) || st.plans.count(key)) return;
     if (st.plans.size() >= st.max_plans) {  // the least recently used goes
-        auto oldest = st.plans.begin();
-        for (auto it = st.plans.begin(); it != st.plans.end(); ++it)
-            if (it->second.used < oldest->second.used) oldest = it;
-        evicted = std::move(oldest->second.plan);
-        st.plans.erase(oldest);
+        const auto oldest = st.by_use.begin();
+        evicted = std::move(oldest->second->second.plan);
+        st.plans.erase(oldest->second);
+        st.by_use.erase(oldest);
     }
-    st.plans.emplace(key, State::Entry{std::move(plan), ++st.tick});
+    const auto it = st.plans.emplace(key, State::Entry{std::move(plan), ++st.tick}).first;
+    st.by_use.emplace(st.tick, it);
 }
 
 namespace {
@@ -381,7 +388,7 @@ Plans build_plans(const SweepAxes& a, const std::vector<Config>& configs, int th
             out.plans[i] = std::make_unique<EstimatePlan>(std::make_shared<const EstimatePlan::Impl>(engine_devices[de], structures[k]));
         });
     });
-    if (cache)
+    if (cache)  // newest last: of more new plans than the cache holds, the last ones stay
         for (std::size_t i = 0; i < configs.size(); ++i)
             if (!kept[i] && out.plans[i]) cache->insert(cache_key(configs[i], engines[configs[i][3]].get()), out.plans[i]->impl_ptr());
     return out;
@@ -641,8 +648,18 @@ SweepTable sweep(const SweepAxes& a, const SweepPoints& pts, const SweepOptions&
     w.resize(kept.size(), true);
     constexpr std::size_t kChunk = 512;
     parallel_for((kept.size() + kChunk - 1) / kChunk, options.threads, [&](std::size_t chunk) {
+        // the chunk's points in the order that lets the memo serve them (each row still written at its own place)
+        std::array<std::size_t, kChunk> order{};
+        const std::size_t r0 = chunk * kChunk, r1 = std::min(kept.size(), r0 + kChunk);
+        for (std::size_t r = r0; r < r1; ++r) order[r - r0] = r;
+        std::sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(r1 - r0), [&](std::size_t x, std::size_t y) {
+            const std::size_t i = kept[x], j = kept[y];
+            return std::make_tuple(config_of[i], context[i], pts.prompt_tokens[i], pts.batch[i], pts.gen_tokens[i], x) <
+                   std::make_tuple(config_of[j], context[j], pts.prompt_tokens[j], pts.batch[j], pts.gen_tokens[j], y);
+        });
         PointMemo memo;
-        for (std::size_t r = chunk * kChunk; r < std::min(kept.size(), (chunk + 1) * kChunk); ++r) {
+        for (std::size_t k = 0; k < r1 - r0; ++k) {
+            const std::size_t r = order[k];
             const std::size_t i = kept[r];
             const std::size_t ci = config_of[i];
             const EstimatePlan& plan = *plans.plans[ci];
