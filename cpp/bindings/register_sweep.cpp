@@ -122,10 +122,12 @@ SweepOptions options_for(const SweepAxes& a, int threads, bool skip_invalid, std
             delete static_cast<const py::object*>(p);
         });
     };
-    for (const Model* x : a.models) hold.push_back(py::cast(x, py::return_value_policy::reference));
-    for (const Device* x : a.devices) hold.push_back(py::cast(x, py::return_value_policy::reference));
-    for (std::size_t i = 0; i < hold.size(); ++i)
-        pins.emplace_back(i < a.models.size() ? static_cast<const void*>(a.models[i]) : a.devices[i - a.models.size()], owner(hold[i]));
+    auto pin = [&](const auto* x) {
+        hold.push_back(py::cast(x, py::return_value_policy::reference));
+        pins.emplace_back(x, owner(hold.back()));
+    };
+    for (const Model* x : a.models) pin(x);
+    for (const Device* x : a.devices) pin(x);
     sweep_plans().pin(pins);
     return SweepOptions{threads, skip_invalid, &sweep_plans()};
 }

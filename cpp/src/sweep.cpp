@@ -64,6 +64,12 @@ struct PlanCache::State {
     mutable Plans plans;
     mutable std::map<std::uint64_t, Plans::iterator> by_use;  // the plans by their last use, oldest first
     bool pinned(const Key& k) const { return pins.count(k.model) && pins.count(k.device); }
+    // every pin and plan moved into the caller's, to be released after the lock
+    void take_all(std::map<const void*, Owner>& pins_out, Plans& plans_out) {
+        pins_out.swap(pins);
+        plans_out.swap(plans);
+        by_use.clear();
+    }
 };
 
 PlanCache::PlanCache(std::size_t max_plans) : state_(std::make_unique<State>()) {
@@ -74,17 +80,13 @@ PlanCache::~PlanCache() = default;
 // Owners and plans are released after the lock: an owner's deleter may take locks of its own (the GIL).
 void PlanCache::pin(const std::vector<std::pair<const void*, Owner>>& objects) {
     std::map<const void*, Owner> dropped;
-    std::map<Key, State::Entry> dropped_plans;
+    State::Plans dropped_plans;
     {
         std::lock_guard<std::mutex> lock(state_->mutex);
         State& st = *state_;
         std::size_t fresh = 0;
         for (const auto& o : objects) fresh += st.pins.count(o.first) ? 0u : 1u;
-        if (st.pins.size() + fresh > 4 * st.max_plans) {
-            dropped.swap(st.pins);
-            dropped_plans.swap(st.plans);
-            st.by_use.clear();
-        }
+        if (st.pins.size() + fresh > 4 * st.max_plans) st.take_all(dropped, dropped_plans);
         for (const auto& o : objects)
             if (o.first && o.second) st.pins.emplace(o.first, o.second);
     }
@@ -130,11 +132,9 @@ std::size_t PlanCache::hits() const {
 }
 void PlanCache::clear() {
     std::map<const void*, Owner> dropped;
-    std::map<Key, State::Entry> dropped_plans;
+    State::Plans dropped_plans;
     std::lock_guard<std::mutex> lock(state_->mutex);
-    dropped.swap(state_->pins);
-    dropped_plans.swap(state_->plans);
-    state_->by_use.clear();
+    state_->take_all(dropped, dropped_plans);
 }
 
 std::shared_ptr<const EstimatePlan::Impl> PlanCache::find(const Key& key) const {

@@ -389,6 +389,9 @@ def _write_stream(chunks: Iterator[pd.DataFrame], output: Any) -> StreamedSweep:
     return result
 
 
+_NONE: Any = object()  # _each_once's "not computed yet"
+
+
 def _each_once(fn: Callable[[Any], T], values: List[Any]) -> List[T]:
     """[fn(v) for v in values], fn called once per distinct value (by type and value; unhashable values each time):
     a points table repeats a handful of models, devices and engines over many rows. The first bad value raises,
@@ -406,9 +409,6 @@ def _each_once(fn: Callable[[Any], T], values: List[Any]) -> List[T]:
             hit = memo[key] = fn(v)
         out.append(hit)
     return out
-
-
-_NONE: Any = object()
 
 
 def _sweep_points(points: Any, kv_dtype: Any, flash_attention: Any, engine: Any, tensor_parallel: Any,
