@@ -24,6 +24,19 @@ py::tuple row_tuple(const ServingRow& e) {
 }  // namespace
 
 void register_serving(py::module_& m) {
+    m.def(
+        "all_reduce_time",
+        [](const Engine& engine, const Device& device, int devices, double message_bytes, double hidden) {
+            const AllReduceTiming t = all_reduce_time(engine, device, devices, message_bytes, hidden);
+            py::dict d;
+            d["seconds"] = t.seconds;
+            d["ideal_seconds"] = t.ideal_seconds;
+            d["way"] = t.way;
+            return d;
+        },
+        py::arg("engine"), py::arg("device"), py::arg("devices"), py::arg("message_bytes"), py::arg("hidden") = 0.0,
+        "One all-reduce of message_bytes per rank over `devices` ranks as the engine runs it (serving.hpp): seconds, "
+        "ideal_seconds, way");
     m.def("is_serving_engine", &is_serving_engine, py::arg("engine"), py::arg("device"),
           "Whether the engine has continuous batching in engine_db on the device's backend");
     m.def(

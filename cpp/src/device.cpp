@@ -130,9 +130,15 @@ double Device::interconnect_bandwidth() const {
 }
 
 double Device::interconnect_bandwidth(double devices) const {
-    double best = 0;
+    const Interconnect* i = interconnect_for(devices);
+    return i ? i->bandwidth_Bps : 0.0;
+}
+
+const Interconnect* Device::interconnect_for(double devices) const {
+    const Interconnect* best = nullptr;
     for (const auto& i : interconnect)
-        if (i.domain_devices == 0 || i.domain_devices >= devices) best = std::max(best, i.bandwidth_Bps);
+        if ((i.domain_devices == 0 || i.domain_devices >= devices) && (!best || i.bandwidth_Bps > best->bandwidth_Bps))
+            best = &i;
     return best;
 }
 
@@ -140,6 +146,14 @@ double Device::interconnect_bandwidth(double devices) const {
 // JSON <-> Device
 namespace {
 using detail::JsonObject;
+
+// Interconnect::link when the entry does not say it: from the name (see the field's comment).
+std::string link_of_name(const std::string& name) {
+    if (name.rfind("PCIe", 0) == 0) return "pcie";
+    for (const char* net : {"InfiniBand", "Ethernet", "RoCE", "ConnectX", "GbE"})
+        if (name.find(net) != std::string::npos) return "network";
+    return "nvlink";
+}
 
 Provenance read_provenance(JsonObject& o) {
     Provenance p;
@@ -270,6 +284,18 @@ Device parse_device(std::string_view json_text, std::string_view origin) {
             if (*dd != std::floor(*dd)) c.fail("domain_devices", "must be a whole number of devices, got " + std::to_string(*dd));
             ic.domain_devices = *dd;
         }
+        const std::string link = c.opt_string("link");
+        if (!link.empty() && link != "nvlink" && link != "pcie" && link != "network")
+            c.fail("link", "must be one of nvlink, pcie, network, got '" + link + "'");
+        ic.link = link.empty() ? link_of_name(ic.name) : link;
+        if (auto bw = c.opt_number("all_reduce_busbw_GBps", kMinGBps, 1e6)) {
+            ic.all_reduce_busbw_Bps = *bw * kGB;
+            ic.all_reduce_provenance.source = c.string("all_reduce_source");
+            if (ic.all_reduce_provenance.source.size() < 8)
+                c.fail("all_reduce_source", "must say where the measured bus bandwidth comes from (at least 8 characters)");
+        } else if (c.has("all_reduce_source")) {
+            c.fail("all_reduce_source", "is the source of all_reduce_busbw_GBps, which is missing");
+        }
         ic.provenance = read_provenance(c);
         c.finish();
         d.interconnect.push_back(ic);
@@ -381,6 +407,11 @@ std::string Device::to_json(int indent) const {
         {
             nlohmann::ordered_json ij{{"name", i.name}, {"bandwidth_GBps", unscaled(i.bandwidth_Bps, kGB)}};
             if (i.domain_devices > 0) ij["domain_devices"] = static_cast<long long>(i.domain_devices);  // whole
+            if (i.link != link_of_name(i.name)) ij["link"] = i.link;
+            if (i.all_reduce_busbw_Bps > 0) {
+                ij["all_reduce_busbw_GBps"] = unscaled(i.all_reduce_busbw_Bps, kGB);
+                ij["all_reduce_source"] = i.all_reduce_provenance.source;
+            }
             j["interconnect"].push_back(provenance_json(ij, i.provenance));
         }
     }

@@ -202,7 +202,8 @@ const std::vector<std::string>& backend_keys() {
         std::vector<std::string> k = {
             "kernel_fixed_cost_scale", "activation_format", "attention_format", "linear_kernels", "fused_qkv",
             "logits_last_token_only",
-            "runtime_overhead_GB", "all_reduce", "collective_step_latency_us", "vocab_parallel", "bandwidth_fraction",
+            "runtime_overhead_GB", "all_reduce", "collective_step_latency_us", "collective_protocols",
+            "custom_all_reduce_max_bytes", "custom_all_reduce_max_hidden", "vocab_parallel", "bandwidth_fraction",
             "op_kernels", "prefill_ubatch_tokens", "flash_attention_version", "decode_attention_per_query_head",
             "decode_attention_alu_ops_per_mac", "attention_score_bytes",
             "prediction_interval"};
@@ -250,6 +251,48 @@ void apply_backend(EngineBackend& b, JsonObject o, const nlohmann::json& raw) {
     }
     if (o.has("collective_step_latency_us"))
         b.collective_step_latency_s = number_value(o, "collective_step_latency_us", b, 0, 1e6) * 1e-6;
+    if (o.has("collective_protocols")) {
+        JsonObject p = o.object("collective_protocols");
+        const auto& list = p.array("value", true);
+        b.collective_protocols.clear();
+        for (std::size_t i = 0; i < list.size(); ++i) {
+            JsonObject c(list[i], p.field("value[" + std::to_string(i) + "]"), p.origin());
+            CollectiveProtocol cp;
+            cp.name = c.string("name");
+            cp.base_latency_s = c.number("base_latency_us", 0, 1e4) / 1e6;  // ÷ 1e6: round-trips through to_json's × 1e6
+            JsonObject steps = c.object("step_latency_us");
+            const char* kinds[] = {"nvlink", "pcie", "network"};
+            for (std::size_t k = 0; k < 3; ++k) cp.step_latency_s[k] = steps.number(kinds[k], 0, 1e4) / 1e6;
+            steps.finish();
+            cp.bandwidth_share = c.number("bandwidth_share", 1e-3, 1);
+            c.finish();
+            b.collective_protocols.push_back(cp);
+        }
+        b.sources["collective_protocols"] = provenance_of(p);
+        p.finish();
+    }
+    if (o.has("custom_all_reduce_max_bytes")) {
+        JsonObject p = o.object("custom_all_reduce_max_bytes");
+        const auto& v = p.raw("value");
+        if (!v.is_array()) p.fail("value", "must list [up_to_ranks, max_bytes] rows ([]: no limit), got " + v.dump());
+        b.custom_all_reduce_max_bytes.clear();
+        double last = 1;
+        for (std::size_t i = 0; i < v.size(); ++i) {
+            const auto& row = v[i];
+            const std::string at = "value[" + std::to_string(i) + "]";
+            if (!row.is_array() || row.size() != 2 || !row[0].is_number() || !row[1].is_number())
+                p.fail(at, "must be [up_to_ranks, max_bytes], got " + row.dump());
+            const std::array<double, 2> x{row[0].get<double>(), row[1].get<double>()};
+            if (!(x[0] > last) || x[0] > 1024 || !(x[1] > 0) || x[1] > 1e12)
+                p.fail(at, "must have up_to_ranks ascending within [2, 1024] and max_bytes within (0, 1e12], got " + row.dump());
+            last = x[0];
+            b.custom_all_reduce_max_bytes.push_back(x);
+        }
+        b.sources["custom_all_reduce_max_bytes"] = provenance_of(p);
+        p.finish();
+    }
+    if (o.has("custom_all_reduce_max_hidden"))
+        b.custom_all_reduce_max_hidden = number_value(o, "custom_all_reduce_max_hidden", b, 0, 1e7);
     if (o.has("vocab_parallel")) b.vocab_parallel = flag_value(o, "vocab_parallel", b);
     if (o.has("bandwidth_fraction")) b.bandwidth_fraction = number_value(o, "bandwidth_fraction", b, 1e-3, 1.5);
     if (o.has("op_kernels")) {
@@ -548,6 +591,22 @@ std::string Engine::to_json(int indent) const {
         x["runtime_overhead_GB"] = prop(b, "runtime_overhead_GB", b.runtime_overhead_bytes / 1e9);
         x["all_reduce"] = prop(b, "all_reduce", std::string(all_reduce_name(b.all_reduce)));
         x["collective_step_latency_us"] = prop(b, "collective_step_latency_us", b.collective_step_latency_s * 1e6);
+        {
+            nlohmann::ordered_json ps = nlohmann::ordered_json::array();
+            for (const CollectiveProtocol& cp : b.collective_protocols)
+                ps.push_back({{"name", cp.name},
+                              {"base_latency_us", cp.base_latency_s * 1e6},
+                              {"step_latency_us", {{"nvlink", cp.step_latency_s[0] * 1e6}, {"pcie", cp.step_latency_s[1] * 1e6},
+                                                   {"network", cp.step_latency_s[2] * 1e6}}},
+                              {"bandwidth_share", cp.bandwidth_share}});
+            x["collective_protocols"] = prop(b, "collective_protocols", ps);
+        }
+        {
+            nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+            for (const auto& r : b.custom_all_reduce_max_bytes) rows.push_back({r[0], r[1]});
+            x["custom_all_reduce_max_bytes"] = prop(b, "custom_all_reduce_max_bytes", rows);
+        }
+        x["custom_all_reduce_max_hidden"] = prop(b, "custom_all_reduce_max_hidden", b.custom_all_reduce_max_hidden);
         x["vocab_parallel"] = prop(b, "vocab_parallel", b.vocab_parallel);
         x["bandwidth_fraction"] = prop(b, "bandwidth_fraction", b.bandwidth_fraction);
         x["op_kernels"] = prop(b, "op_kernels", b.op_kernels);

@@ -3,6 +3,7 @@
 #include "plan_impl.hpp"
 #include "roofline/errors.hpp"
 #include "roofline/ops/linear.hpp"
+#include "roofline/serving.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -23,29 +24,77 @@ OpTimes times_of(const OpCost& op, const Device& device) {
     return t;
 }
 
-// An all-reduce of `bytes` per rank over N ranks (EngineBackend::all_reduce), without its kernel's launch: the
-// steps' latency (derated only, as overhead) and the bytes each rank moves over its links (as the DRAM term: the
-// interconnect is the memory level a collective streams through). ring: 2(N−1) steps of bytes/N each; one_shot: 2
-// steps (signal, wait) and the N−1 peers' partial sums read; two_shot: 4 steps and 2(N−1)/N of the bytes.
-CeilingTimes all_reduce_times(const EngineBackend& e, double tensor_parallel, double interconnect_Bps, double bytes,
-                              Ceilings ceilings) {
+// The ways of an all-reduce (plan_impl.hpp). Bytes each rank moves of a message of S bytes: ring and two-shot
+// 2(N−1)/N · S (a reduce-scatter then an all-gather), one-shot (N−1) · S (every peer's partial sum read). Latency:
+// ring 2(N−1) steps, one-shot 2 (signal, wait), two-shot 4; the library's protocols base + 2(N−1) steps of their
+// link kind's latency (NCCL's tuner model), over the measured all-reduce bus bandwidth where the links have one.
+std::vector<AllReduceWay> all_reduce_ways(const EngineBackend& e, const Interconnect& link, double tensor_parallel,
+                                          double bytes_per_row, double hidden) {
     const double n = tensor_parallel;
-    const double steps = e.all_reduce == AllReduce::ring ? 2.0 * (n - 1) : e.all_reduce == AllReduce::one_shot ? 2.0 : 4.0;
-    CeilingTimes t;
-    t.overhead_s = ceilings == Ceilings::derated ? steps * e.collective_step_latency_s : 0.0;
-    t.memory_s[0] = (e.all_reduce == AllReduce::one_shot ? n - 1 : 2.0 * (n - 1) / n) * bytes / interconnect_Bps;
-    return t;
+    const double ring_share = 2.0 * (n - 1) / n;
+    // the pure roofline: a ring's bytes over the links' datasheet bandwidth, or over the measured bus bandwidth
+    // where that is higher (NVLink SHARP reduces in the switch, moving fewer bytes per rank than a ring)
+    const double ideal_per_row = ring_share * bytes_per_row / std::max(link.bandwidth_Bps, link.all_reduce_busbw_Bps);
+    std::vector<AllReduceWay> ways;
+    const bool library = !e.collective_protocols.empty();
+    if (e.all_reduce != AllReduce::ring || !library) {
+        AllReduceWay w;
+        w.name = std::string(all_reduce_name(e.all_reduce));
+        const double steps = e.all_reduce == AllReduce::ring ? 2.0 * (n - 1) : e.all_reduce == AllReduce::one_shot ? 2.0 : 4.0;
+        w.latency_s = steps * e.collective_step_latency_s;
+        w.per_row_s = (e.all_reduce == AllReduce::one_shot ? n - 1 : ring_share) * bytes_per_row / link.bandwidth_Bps;
+        w.ideal_per_row_s = w.per_row_s;
+        if (library) {  // the custom kernel within its workspace, on a GPU fabric, for the hidden sizes it takes
+            double max_bytes = e.custom_all_reduce_max_bytes.empty() ? std::numeric_limits<double>::infinity() : 0.0;
+            for (const auto& [ranks, bytes] : e.custom_all_reduce_max_bytes)
+                if (n <= ranks) {
+                    max_bytes = bytes;
+                    break;
+                }
+            if ((link.link != "nvlink" && n > 2) || (e.custom_all_reduce_max_hidden > 0 && hidden > e.custom_all_reduce_max_hidden))
+                max_bytes = 0;
+            w.max_rows = bytes_per_row > 0 ? max_bytes / bytes_per_row : std::numeric_limits<double>::infinity();
+        }
+        if (w.max_rows > 0) ways.push_back(w);
+    }
+    if (!library) return ways;
+    const std::size_t kind = link.link == "pcie" ? 1 : link.link == "network" ? 2 : 0;
+    const double busbw = link.all_reduce_busbw_Bps > 0 ? link.all_reduce_busbw_Bps : link.bandwidth_Bps;
+    for (const CollectiveProtocol& p : e.collective_protocols) {
+        AllReduceWay w;
+        w.name = p.name;
+        w.library = true;
+        w.latency_s = p.base_latency_s + 2.0 * (n - 1) * p.step_latency_s[kind];
+        w.per_row_s = ring_share * bytes_per_row / (busbw * p.bandwidth_share);
+        w.ideal_per_row_s = ideal_per_row;
+        ways.push_back(w);
+    }
+    return ways;
+}
+
+std::size_t all_reduce_way(const std::vector<AllReduceWay>& ways, double rows) {
+    std::size_t best = ways.size();
+    for (std::size_t i = 0; i < ways.size(); ++i) {
+        const AllReduceWay& w = ways[i];
+        if (!w.library) {
+            if (rows <= w.max_rows) return i;
+            continue;
+        }
+        if (best == ways.size() || w.latency_s + rows * w.per_row_s < ways[best].latency_s + rows * ways[best].per_row_s) best = i;
+    }
+    return best == ways.size() ? 0 : best;
 }
 
 namespace {
 
-double interconnect_for(const Device& device, int tp) {
-    if (tp <= 1) return 0;
-    const double bps = device.interconnect_bandwidth(tp);  // NVLink within its domain, else the network
-    if (bps <= 0)
+// The links tensor parallelism runs over (NVLink within its domain, else the network); nullptr for one rank.
+const Interconnect* interconnect_for(const Device& device, int tp) {
+    if (tp <= 1) return nullptr;
+    const Interconnect* link = device.interconnect_for(tp);
+    if (!link || link->bandwidth_Bps <= 0)
         throw InvalidArgument("tensor_parallel " + std::to_string(tp) + " needs an interconnect joining " +
                               std::to_string(tp) + " devices; device '" + device.id + "' lists none");
-    return bps;
+    return link;
 }
 
 // Bytes one of `tp` tensor-parallel ranks holds of `total`, of which `replicated` every rank holds whole.
@@ -140,6 +189,18 @@ struct UtilCache {
     }
 };
 
+// The path of an all_reduce slot at `rows` rows: its custom kernel within its rows, else the library's protocol of
+// least time (all_reduce_way over the plan's paths).
+inline std::size_t all_reduce_path(const PlanSlot& s, double rows) {
+    const std::size_t n = s.paths.size();
+    if (s.library_from == n || (s.library_from > 0 && rows <= s.paths[0].max_rows)) return 0;
+    std::size_t best = s.library_from;
+    auto time = [&](std::size_t i) { return s.paths[i].base.derated.memory_s[0] + rows * s.paths[i].per_row.derated.memory_s[0]; };
+    for (std::size_t i = best + 1; i < n; ++i)
+        if (time(i) < time(best)) best = i;
+    return best;
+}
+
 // A slot other than attention at `rows` rows; `util` gets the utilization its matrix compute is divided by.
 inline void slot_times(OpTimes& t, const PlanSlot& s, const PhaseOptions& options, double rows, double& util, UtilCache& cache) {
     util = 1;
@@ -155,7 +216,12 @@ inline void slot_times(OpTimes& t, const PlanSlot& s, const PhaseOptions& option
         case SlotKind::moe:
             set_affine(t, s.base, rows * s.op->top_k, s.per_row, ops::expected_active_experts(s.op->experts, s.op->top_k, rows), s.extra);
             break;
-        default:  // rows, all_reduce
+        case SlotKind::all_reduce: {
+            const PlanSlot::Path& p = s.paths[all_reduce_path(s, rows)];
+            set_affine(t, p.base, rows, p.per_row);
+            break;
+        }
+        default:  // rows
             set_affine(t, s.base, rows, s.per_row);
             break;
     }
@@ -211,7 +277,11 @@ inline void add_envelope(Acc& acc, const Envelope& env, double rows) {
     const std::array<double, 4>& l = env.lines[k == 0 ? 0 : k - 1];
     acc.p.seconds += l[0] + l[1] * rows;
     acc.p.ideal_seconds += l[2] + l[3] * rows;
-    const OpTimes t = affine(env.base, rows, env.per_row);
+    OpTimes t = affine(env.base, rows, env.per_row);
+    if (!env.switching.empty()) {
+        const auto& [b, r] = env.switching[k == 0 ? 0 : k - 1];
+        t.axpy(1.0, affine(b, rows, r));
+    }
     acc.p.derated += t.derated;
     acc.p.flops += t.flops;
     acc.p.bytes += t.bytes;
@@ -366,7 +436,8 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
     options = st.options;
     with_device(options, dev);
     ubatch = st.config.ubatch_tokens > 0 ? st.config.ubatch_tokens : st.backend.prefill_ubatch_tokens;
-    interconnect_Bps = interconnect_for(dev, st.config.tensor_parallel);
+    const Interconnect* tp_link = interconnect_for(dev, st.config.tensor_parallel);
+    interconnect_Bps = tp_link ? tp_link->bandwidth_Bps : 0.0;
     device = std::move(engine_device);
     device_id = dev.id;
     structure = std::move(st_ptr);
@@ -441,16 +512,24 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
                 s.base = times(0);
                 s.per_row = times(1) - s.base;
                 break;
-            case SlotKind::all_reduce:
-                for (const Ceilings c : {Ceilings::derated, Ceilings::ideal}) {
-                    CeilingTimes one = all_reduce_times(st.backend, tp, interconnect_Bps, op.bytes_per_row, c);
-                    CeilingTimes& base = c == Ceilings::derated ? s.base.derated : s.base.ideal;
-                    CeilingTimes& per_row = c == Ceilings::derated ? s.per_row.derated : s.per_row.ideal;
-                    // one kernel: its launch, then the steps
-                    base.overhead_s = one.overhead_s + (c == Ceilings::derated ? dev.efficiency.launch_overhead_s : 0.0);
-                    per_row.memory_s[0] = one.memory_s[0];
+            case SlotKind::all_reduce: {
+                // one kernel: its launch, then the way's latency and transfer over the links
+                const std::vector<AllReduceWay> ways = all_reduce_ways(st.backend, *tp_link, tp, op.bytes_per_row, st.arch.hidden);
+                s.library_from = static_cast<std::uint32_t>(ways.size());
+                for (const AllReduceWay& w : ways) {
+                    if (w.library && s.library_from == ways.size()) s.library_from = static_cast<std::uint32_t>(s.paths.size());
+                    PlanSlot::Path path;
+                    path.max_rows = w.max_rows;
+                    path.base.derated.overhead_s = dev.efficiency.launch_overhead_s;
+                    path.base.derated.memory_s[0] = w.latency_s;
+                    path.per_row.derated.memory_s[0] = w.per_row_s;
+                    path.per_row.ideal.memory_s[0] = w.ideal_per_row_s;
+                    s.paths.push_back(path);
                 }
+                s.base = s.paths[0].base;  // the first way's (ideal_balance: the ideal is the same way's)
+                s.per_row = s.paths[0].per_row;
                 break;
+            }
             case SlotKind::linear:
                 s.paths.reserve(op.paths.size());
                 for (std::size_t i = 0; i < op.paths.size(); ++i) {
@@ -561,56 +640,91 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
         }
     }
 
-    // envelopes of the slots affine in their rows alone
+    // envelopes of the slots affine in their rows alone, an all-reduce switching ways with the rows included: in
+    // each interval between the rows where a line overtakes another or a way stops, each slot's top racing line
     for (std::size_t g = 0; g < 2; ++g) {
         Envelope& env = envelope[g];
         std::vector<const PlanSlot*> members;
         members.reserve(slots.size());
         for (const PlanSlot& s : slots)
             if (in_envelope(*s.op) && s.op->per_sequence == (g == 1)) members.push_back(&s);
-        // the racing lines of one slot at one ceiling: overlapped compute, each memory level (a + b·rows)
-        auto lines = [](const PlanSlot& s, std::size_t c, std::array<std::array<double, 2>, 4>& out) {
-            const CeilingTimes& b = c == 0 ? s.base.derated : s.base.ideal;
-            const CeilingTimes& r = c == 0 ? s.per_row.derated : s.per_row.ideal;
-            const auto rb = b.racing(), rr = r.racing();
+        auto switches = [](const PlanSlot& s) { return s.op->kind == SlotKind::all_reduce && s.paths.size() > 1; };
+        // the racing lines of one way of a slot at one ceiling: overlapped compute, each memory level (a + b·rows)
+        auto lines = [](const OpTimes& base, const OpTimes& per_row, std::size_t c, std::array<std::array<double, 2>, 4>& out) {
+            const auto rb = (c == 0 ? base.derated : base.ideal).racing(), rr = (c == 0 ? per_row.derated : per_row.ideal).racing();
             for (std::size_t i = 0; i < 4; ++i) out[i] = {rb[i], rr[i]};
         };
+        auto ways = [](const PlanSlot& s) {  // (base, per_row) of each way
+            std::vector<std::pair<const OpTimes*, const OpTimes*>> w;
+            if (s.op->kind == SlotKind::all_reduce)
+                for (const PlanSlot::Path& p : s.paths) w.emplace_back(&p.base, &p.per_row);
+            else
+                w.emplace_back(&s.base, &s.per_row);
+            return w;
+        };
         std::vector<double> cuts{0};
+        auto cut = [&](double a0, double b0, double a1, double b1) {
+            const double db = b0 - b1;
+            if (db == 0) return;
+            const double x = (a1 - a0) / db;
+            if (x > 0 && std::isfinite(x)) cuts.push_back(x);
+        };
         std::array<std::array<double, 2>, 4> l{};
         for (const PlanSlot* s : members) {
-            env.base.axpy(s->op->count, s->base);
-            env.per_row.axpy(s->op->count, s->per_row);
+            if (!switches(*s)) {
+                env.base.axpy(s->op->count, s->base);
+                env.per_row.axpy(s->op->count, s->per_row);
+            }
+            const auto w = ways(*s);
             for (std::size_t c = 0; c < 2; ++c) {
-                lines(*s, c, l);
-                for (std::size_t i = 0; i < 4; ++i)
-                    for (std::size_t j = i + 1; j < 4; ++j) {
-                        const double db = l[i][1] - l[j][1];
-                        if (db == 0) continue;
-                        const double x = (l[j][0] - l[i][0]) / db;
-                        if (x > 0 && std::isfinite(x)) cuts.push_back(x);
+                for (const auto& [b, r] : w) {  // where a way's own lines cross
+                    lines(*b, *r, c, l);
+                    for (std::size_t i = 0; i < 4; ++i)
+                        for (std::size_t j = i + 1; j < 4; ++j) cut(l[i][0], l[i][1], l[j][0], l[j][1]);
+                }
+                for (std::size_t i = 0; i < w.size(); ++i)  // where one way's time overtakes another's
+                    for (std::size_t j = i + 1; j < w.size(); ++j) {
+                        const CeilingTimes& bi = c == 0 ? w[i].first->derated : w[i].first->ideal;
+                        const CeilingTimes& ri = c == 0 ? w[i].second->derated : w[i].second->ideal;
+                        const CeilingTimes& bj = c == 0 ? w[j].first->derated : w[j].first->ideal;
+                        const CeilingTimes& rj = c == 0 ? w[j].second->derated : w[j].second->ideal;
+                        cut(bi.memory_s[0] + bi.overhead_s, ri.memory_s[0], bj.memory_s[0] + bj.overhead_s, rj.memory_s[0]);
                     }
             }
+            if (switches(*s) && s->library_from > 0 && std::isfinite(s->paths[0].max_rows))  // the custom kernel's last row
+                cuts.push_back(std::nextafter(s->paths[0].max_rows, std::numeric_limits<double>::infinity()));
         }
         std::sort(cuts.begin(), cuts.end());
         cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
         env.x = cuts;
+        const bool any_switching = std::any_of(members.begin(), members.end(), [&](const PlanSlot* s) { return switches(*s); });
         for (std::size_t k = 0; k < cuts.size(); ++k) {
             // which line is on top inside the interval: look at its middle (past the last cut: one beyond it)
             const double probe = k + 1 < cuts.size() ? (cuts[k] + cuts[k + 1]) / 2 : 2 * cuts[k] + 1;
             std::array<double, 4> sum{};
-            for (const PlanSlot* s : members)
+            std::pair<OpTimes, OpTimes> parts;
+            for (const PlanSlot* s : members) {
+                const PlanSlot::Path* way = switches(*s) ? &s->paths[all_reduce_path(*s, probe)] : nullptr;
+                const OpTimes& base = way ? way->base : s->base;
+                const OpTimes& per_row = way ? way->per_row : s->per_row;
+                if (way) {
+                    parts.first.axpy(s->op->count, base);
+                    parts.second.axpy(s->op->count, per_row);
+                }
                 for (std::size_t c = 0; c < 2; ++c) {
-                    lines(*s, c, l);
+                    lines(base, per_row, c, l);
                     std::size_t top = 0;
                     for (std::size_t i = 1; i < 4; ++i)
                         if (l[i][0] + l[i][1] * probe > l[top][0] + l[top][1] * probe) top = i;
-                    const CeilingTimes& b = c == 0 ? s->base.derated : s->base.ideal;
-                    const CeilingTimes& r = c == 0 ? s->per_row.derated : s->per_row.ideal;
+                    const CeilingTimes& b = c == 0 ? base.derated : base.ideal;
+                    const CeilingTimes& r = c == 0 ? per_row.derated : per_row.ideal;
                     // the timing rule: the top racing line, then serial compute and overhead
                     sum[2 * c] += s->op->count * (l[top][0] + b.serial_s + b.overhead_s);
                     sum[2 * c + 1] += s->op->count * (l[top][1] + r.serial_s + r.overhead_s);
                 }
+            }
             env.lines.push_back(sum);
+            if (any_switching) env.switching.push_back(parts);
         }
     }
 }
@@ -1207,5 +1321,21 @@ double EstimatePlan::bits_per_weight() const {
     return parameters() > 0 ? 8 * weight_bytes() / parameters() : 0;
 }
 std::size_t EstimatePlan::op_slots() const { return impl_->slots.size(); }
+
+AllReduceTiming all_reduce_time(const Engine& engine, const Device& device, int devices, double message_bytes, double hidden) {
+    if (devices < 2 || devices > 1024)
+        throw InvalidArgument("all_reduce_time: devices must be within [2, 1024], got " + std::to_string(devices));
+    check_size("all_reduce_time message_bytes", message_bytes);
+    check_size("all_reduce_time hidden", hidden);
+    const EngineBackend& backend = engine.on(device);
+    const Interconnect* link = interconnect_for(device, devices);
+    const std::vector<AllReduceWay> ways = all_reduce_ways(backend, *link, devices, 1.0, hidden);  // rows = bytes
+    const AllReduceWay& w = ways[all_reduce_way(ways, message_bytes)];
+    AllReduceTiming t;
+    t.seconds = device.efficiency.launch_overhead_s * backend.kernel_fixed_cost_scale + w.latency_s + message_bytes * w.per_row_s;
+    t.ideal_seconds = message_bytes * w.ideal_per_row_s;
+    t.way = w.name;
+    return t;
+}
 
 }  // namespace roofline

@@ -15,6 +15,7 @@
 #include <array>
 #include <cstddef>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 #include <memory>
 #include <mutex>
@@ -92,11 +93,25 @@ inline void add_sums(PhaseSums& d, double n, const PhaseSums& a) {
 PhaseBound phase_bound(const CeilingTimes& t);
 /// An op's times on a device at both ceilings.
 OpTimes times_of(const OpCost& op, const Device& device);
-/// An all-reduce of `bytes` per rank over `tensor_parallel` ranks by the engine's algorithm, without its kernel's
-/// launch: the steps' latency (derated only, as overhead) and the bytes each rank moves over its links (as the DRAM
-/// term: the interconnect is the level a collective streams through).
-CeilingTimes all_reduce_times(const EngineBackend& engine, double tensor_parallel, double interconnect_Bps, double bytes,
-                              Ceilings ceilings);
+/// One way an engine runs an all-reduce of rows × bytes_per_row bytes per rank, without its kernel's launch: derated
+/// latency_s + rows × per_row_s, ideal rows × ideal_per_row_s (the interconnect is the level a collective streams
+/// through, so both are its DRAM term). A custom kernel (library false) takes messages up to max_rows rows; the
+/// library's protocols take the rest, each message by the protocol of least time.
+struct AllReduceWay {
+    std::string name;  // "one-shot", "two-shot", "ring", or the library's protocol ("LL", "LL128", "Simple")
+    double latency_s = 0, per_row_s = 0, ideal_per_row_s = 0;
+    double max_rows = std::numeric_limits<double>::infinity();
+    bool library = false;
+};
+/// The ways of EngineBackend's all-reduce over `tensor_parallel` ranks joined by `link`, the custom kernel first:
+/// all_reduce one-shot / two-shot runs its kernel up to custom_all_reduce_max_bytes (a GPU fabric needed beyond
+/// 2 ranks, the model's hidden size within custom_all_reduce_max_hidden) and the library beyond; ring is the
+/// library's alone. Without collective_protocols, the engine's algorithm at every size with collective_step_latency_s
+/// per step.
+std::vector<AllReduceWay> all_reduce_ways(const EngineBackend& engine, const Interconnect& link, double tensor_parallel,
+                                          double bytes_per_row, double hidden);
+/// The way all_reduce_ways' `ways` runs `rows` rows: the custom kernel within its rows, else the least time.
+std::size_t all_reduce_way(const std::vector<AllReduceWay>& ways, double rows);
 
 /// What a plan keeps of the model and configuration before a device is chosen: the op slots of a forward pass and
 /// each slot's ops built at the few points its times are taken from. Immutable; shared between the plans of one
@@ -145,7 +160,8 @@ struct PlanSlot {
     const OpSlot* op = nullptr;  // in the plan's structure
     std::uint32_t name = 0;
     OpTimes base, per_row, extra;
-    std::vector<Path> paths;
+    std::vector<Path> paths;  // all_reduce: one per AllReduceWay (max_rows, library_from below)
+    std::uint32_t library_from = 0;  // all_reduce: the first path of the collective library (paths.size(): none)
 };
 
 /// The slots that are affine in their rows alone (rows, all_reduce) summed once: each op's time is a max of affine
@@ -154,7 +170,9 @@ struct PlanSlot {
 struct Envelope {
     std::vector<double> x;                     // interval starts, ascending, x[0] = 0
     std::vector<std::array<double, 4>> lines;  // per interval: derated time a + b·rows, ideal time a + b·rows
-    OpTimes base, per_row;                     // Σ count × components (affine in rows)
+    OpTimes base, per_row;                     // Σ count × components of the slots affine in rows
+    // per interval, Σ count × components (at 0 rows, per row) of the all-reduces that switch ways with the rows
+    std::vector<std::pair<OpTimes, OpTimes>> switching;
 };
 
 /// A decode step's Σ ideal (compute − DRAM) seconds as a function of the batch, for compute_bound_batch: the parts

@@ -55,9 +55,9 @@ def evaluate(op: OpCost, device: DeviceLike, ideal: bool = False) -> Timing:
 
 
 # ---- serving: continuous batching on a deployment (rooflinepy.serving) ------------------------------------------
-from .serving import ServingEstimate, parse_parallel, serve, serve_sweep  # noqa: E402
+from .serving import AllReduceTime, ServingEstimate, all_reduce_time, parse_parallel, serve, serve_sweep  # noqa: E402
 
-__all__ += ["serve", "serve_sweep", "parse_parallel", "ServingEstimate"]
+__all__ += ["serve", "serve_sweep", "parse_parallel", "ServingEstimate", "all_reduce_time", "AllReduceTime"]
 
 # ---- calibration: measured ceilings (rooflinepy.calibration) -------------------------------------------------
 from . import calibration  # noqa: E402

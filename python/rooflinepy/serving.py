@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 import math
 import threading
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from . import _core
 from . import _validate as _v
@@ -20,12 +20,39 @@ from .inference import Model, ModelLike, _device, _lookup_model
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["ServingEstimate", "serve", "serve_sweep", "parse_parallel"]
+__all__ = ["ServingEstimate", "serve", "serve_sweep", "parse_parallel", "AllReduceTime", "all_reduce_time"]
 
 _BREAKDOWN_COLUMNS = ["phase", "op", "count", "flops", "bytes", "intensity", "seconds", "bound", "flops_per_s",
                       "compute"]
 MAX_SWEEP_POINTS = 10_000_000
 """The most loads one serve_sweep evaluates (a row is ~40 numbers)."""
+
+
+class AllReduceTime(NamedTuple):
+    """One all-reduce as an engine runs it: ``seconds`` (its kernel's launch, latency and transfer), the pure
+    roofline's ``ideal_seconds`` (the bytes over the links' datasheet bandwidth) and the ``way`` it takes
+    ("one-shot" / "two-shot" custom kernels, "ring", or NCCL's protocol "LL" / "LL128" / "Simple")."""
+    seconds: float
+    ideal_seconds: float
+    way: str
+
+
+def all_reduce_time(device: DeviceLike, message_bytes: float, devices: int, *, engine: str = "vllm",
+                    hidden: int = 0) -> AllReduceTime:
+    """One tensor-parallel all-reduce of ``message_bytes`` per rank over ``devices`` ranks of ``device``, as
+    ``engine`` runs it: its custom kernel within its workspace (vLLM / SGLang 8 MiB, TensorRT-LLM 8-16 MB), else
+    NCCL's protocol of least modelled time over the fastest links joining that many devices, at their measured
+    all-reduce bus bandwidth where hardware_db has one (``hidden``: the model's hidden size, for TensorRT-LLM's
+    custom kernels, which take hidden sizes up to 8192). Computed by the core (plan.cpp all_reduce_ways)."""
+    where = "all_reduce_time"
+    _v.instance(device, (str, Device, _core.Device), "device", where, "a device id or a Device")
+    n = _v.whole(devices, "devices", where, 2, 1024)
+    size, h = _v.number(message_bytes, "message_bytes", where), _v.number(hidden, "hidden", where)
+    assert size is not None and h is not None  # None is refused above
+    from ._engine import engine as _engine
+
+    d = _core.all_reduce_time(_engine(_v.text(engine, "engine", where))._core, _device(device)._core, n, size, h)
+    return AllReduceTime(float(d["seconds"]), float(d["ideal_seconds"]), str(d["way"]))
 
 
 def parse_parallel(text: str) -> _core.Parallelism:

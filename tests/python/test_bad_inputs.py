@@ -175,6 +175,14 @@ case("serve a model that does not fit", ValueError, "llama-3.1-405b", "does not 
     lambda t: rp.serve("llama-3.1-405b", "fp8", "h100", **_S))
 case("serve past the context", ValueError, "prompt_tokens + gen_tokens", "context", "llama-3.1-8b")(
     lambda t: rp.serve("llama-3.1-8b", "fp8", "h100", prompt_tokens=130000, gen_tokens=2000))
+case("all_reduce_time one device", ValueError, "devices", "[2, 1024]")(
+    lambda t: rp.all_reduce_time("h100-sxm", 1e6, 1))
+case("all_reduce_time negative bytes", ValueError, "message_bytes")(
+    lambda t: rp.all_reduce_time("h100-sxm", -1.0, 8))
+case("all_reduce_time engine not on the device", ValueError, "vllm", "apple")(
+    lambda t: rp.all_reduce_time("m4-pro-20c", 1e6, 2))
+case("all_reduce_time string bytes", TypeError, "message_bytes")(
+    lambda t: rp.all_reduce_time("h100-sxm", "1e6", 8))
 case("serve_sweep empty axis", ValueError, "concurrency", "empty list")(
     lambda t: rp.serve_sweep("llama-3.1-8b", "fp8", "h100", concurrency=[], **_S))
 case("serve_sweep string axis", TypeError, "concurrency", "list of numbers", "'8'")(

@@ -2,8 +2,9 @@
 
 Issue 14's targets: in-sample MAPE <= 15 % on each table, leave-one-GPU-out <= 20 %. The max-throughput table meets
 them, and so do the static batches of the 2023 table (v0.6.1, engine trt-llm-0.6: 13.6 % once its masked MHA's
-instructions per multiply-add are counted). Its batch-1 first-token rows (v0.5) do not: 18.6 %, the H100 rows
-16-46 % faster than measured; their guard is set just above, so a regression shows.
+instructions per multiply-add are counted; 12.4 % with NCCL's all-reduce latency). Its batch-1 first-token rows
+(v0.5) do not: 16.3 %, the H100 rows 15-42 % faster than measured; their guard is set just above, so a regression
+shows.
 """
 import pytest
 
@@ -15,7 +16,7 @@ from rooflinepy.inference import _device, _lookup_model
 TARGETS = {
     ("trtllm_max_throughput_dense", "serving"): (15, 20),
     ("trtllm_v061_static_batch", "static"): (15, 20),
-    ("trtllm_v061_static_batch", "ttft"): (20, 20),  # target 15: missed, see the module docstring
+    ("trtllm_v061_static_batch", "ttft"): (17.5, 17.5),  # target 15: missed, see the module docstring
 }
 
 

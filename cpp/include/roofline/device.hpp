@@ -59,7 +59,16 @@ struct Interconnect {
     /// The most devices these links join (an HGX board's NVLink: 8, a GB200 NVL72 rack's: 72, a PCIe server: 8, a
     /// bridge: 2, a CPU link: 1); 0: any number (a network adapter).
     double domain_devices = 0;
-    Provenance provenance;
+    /// The kind of link, which sets a collective library's latency per step (NCCL's hwLatencies): "nvlink" (a GPU
+    /// fabric: NVLink, NVSwitch, Infinity Fabric), "pcie" or "network" (a NIC between nodes). JSON "link"; when
+    /// absent, read from the name: "PCIe…" is pcie, InfiniBand / Ethernet / RoCE / ConnectX / …GbE a network,
+    /// anything else a GPU fabric.
+    std::string link = "nvlink";
+    /// Bus bandwidth an NCCL all-reduce reaches over these links at large messages (nccl-tests' busbw, per device
+    /// and direction), measured; 0: not measured (the links' bandwidth is used). JSON "all_reduce_busbw_GBps" with
+    /// its own "all_reduce_source".
+    double all_reduce_busbw_Bps = 0;
+    Provenance provenance, all_reduce_provenance;
 };
 
 /// Achievable fractions of the datasheet ceilings and the fixed cost per kernel launch.
@@ -117,6 +126,8 @@ public:
     double interconnect_bandwidth() const;
     /// The fastest interconnect joining `devices` devices (its domain_devices 0 or at least that many); 0 when none.
     double interconnect_bandwidth(double devices) const;
+    /// That interconnect itself; nullptr when none joins that many.
+    const Interconnect* interconnect_for(double devices) const;
 
     /// The device as schema-conforming JSON text (round-trips through parse_device).
     std::string to_json(int indent = 2) const;

@@ -26,6 +26,16 @@ namespace roofline {
 enum class AllReduce : std::uint8_t { ring, one_shot, two_shot };
 std::string_view all_reduce_name(AllReduce a);  ///< "ring" | "one-shot" | "two-shot"
 
+/// One protocol of the collective library (NCCL) as its tuner models a ring all-reduce over N ranks: latency
+/// base + 2(N−1) × the per-step latency of the link kind, bus bandwidth the links' × bandwidth_share. The library
+/// runs each message with the protocol its model gives the least time.
+struct CollectiveProtocol {
+    std::string name;                    ///< "LL", "LL128", "Simple"
+    double base_latency_s = 0;
+    std::array<double, 3> step_latency_s{};  ///< per ring step over nvlink, pcie, network links
+    double bandwidth_share = 1;          ///< of the bus bandwidth (LL moves 4 data bytes in 8)
+};
+
 /// One kernel for linear layers (a weight matrix times activations).
 struct LinearKernel {
     std::string name;
@@ -121,6 +131,15 @@ struct EngineBackend {
     double runtime_overhead_bytes = 0;       ///< context, compute buffers, allocator slack
     AllReduce all_reduce = AllReduce::ring;
     double collective_step_latency_s = 0.5e-6;  ///< per synchronisation step of an all-reduce
+    /// The collective library's protocols (NCCL's): with them a ring all-reduce is the library's, timed by
+    /// collective_protocols' model; empty: 2(N−1) × collective_step_latency_s over the links' bandwidth.
+    std::vector<CollectiveProtocol> collective_protocols;
+    /// one-shot / two-shot kernels: the largest message (bytes per rank) they take, per tensor-parallel size
+    /// ([up to N ranks, bytes], ascending N; the custom kernels' workspace); larger messages go to the collective
+    /// library (collective_protocols). Empty: the custom kernel at any size.
+    std::vector<std::array<double, 2>> custom_all_reduce_max_bytes;
+    /// The custom kernels only for hidden sizes up to this (0: any): a wider model's all-reduces go to the library.
+    double custom_all_reduce_max_hidden = 0;
     bool vocab_parallel = true;              ///< tensor parallel splits the embedding and output head by vocabulary
     /// × the device's achievable DRAM fraction (Efficiency::dram_bandwidth_fraction, a STREAM-like kernel's): what
     /// the engine's streaming kernels reach of it.

@@ -18,6 +18,18 @@
 
 namespace roofline {
 
+/// One all-reduce of `message_bytes` per rank over `devices` ranks of `device`, as `engine` runs it on that device's
+/// backend: its kernel's launch, then the way its all-reduce takes at that size (the engine's custom kernel within
+/// its workspace, else the collective library's protocol of least time; plan_impl.hpp all_reduce_ways), over the
+/// fastest links joining that many devices. `hidden`: the model's hidden size, for engines whose custom kernels
+/// take only some (0: any). ideal_seconds: the bytes over the links' datasheet bandwidth alone.
+struct AllReduceTiming {
+    double seconds = 0, ideal_seconds = 0;
+    std::string way;  ///< "one-shot", "two-shot", "ring", or the library's protocol ("LL", "LL128", "Simple")
+};
+AllReduceTiming all_reduce_time(const Engine& engine, const Device& device, int devices, double message_bytes,
+                                double hidden = 0);
+
 /// How one copy of the model is spread over devices. devices() = tensor × pipeline. expert divides tensor: the
 /// experts of every MoE layer are split over `expert` ranks of the tensor-parallel group (TensorRT-LLM's moe_ep);
 /// attention_data: the ranks of the group run attention on sequences of their own (attention weights and KV cache

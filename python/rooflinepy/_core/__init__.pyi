@@ -9,7 +9,7 @@ import numpy.typing
 import typing
 from . import calibration
 from . import ops
-__all__: list[str] = ['Architecture', 'CeilingTimes', 'DATA_DIR_VARIABLE', 'Deployment', 'Device', 'DeviceDB', 'Engine', 'EngineBackend', 'EngineFitResult', 'Estimate', 'EstimatePlan', 'FitReport', 'LinearKernel', 'Model', 'OpCost', 'Parallelism', 'RidgeShiftPoint', 'ServingEstimate', 'ServingPlan', 'Timing', 'attainable_flops', 'calibrate_efficiency', 'calibration', 'cheapest_deployments', 'cross_validate_engine', 'data_directory', 'dtypes', 'engine', 'engine_names', 'engine_parameter', 'estimate', 'estimate_fields', 'evaluate', 'fit_engine', 'format_info', 'format_names', 'ggml_types', 'is_serving_engine', 'kv_cache_bytes', 'kv_cache_bytes_read', 'kv_format_names', 'llama_mix_names', 'llama_mix_types', 'load_device', 'load_engine_directory', 'max_batch_for_latency', 'max_concurrency_for_latency', 'min_batch_for_throughput', 'mtp_module', 'ops', 'parse_device', 'parse_engine', 'parse_parallelism', 'phase_bound_names', 'predict_points', 'quant_names', 'read_gguf', 'ridge_shift', 'scaling_exponent', 'serving_fields', 'set_data_directory', 'speculative_tokens_per_cycle', 'static_batch_rates', 'sum_of_totals', 'summarize_validation', 'supported_model_types', 'sweep', 'sweep_code_columns', 'sweep_columns', 'sweep_plan_cache', 'sweep_points', 'tensor_formats', 'unknown_name_message', 'validate', 'weight_bytes']
+__all__: list[str] = ['Architecture', 'CeilingTimes', 'DATA_DIR_VARIABLE', 'Deployment', 'Device', 'DeviceDB', 'Engine', 'EngineBackend', 'EngineFitResult', 'Estimate', 'EstimatePlan', 'FitReport', 'LinearKernel', 'Model', 'OpCost', 'Parallelism', 'RidgeShiftPoint', 'ServingEstimate', 'ServingPlan', 'Timing', 'all_reduce_time', 'attainable_flops', 'calibrate_efficiency', 'calibration', 'cheapest_deployments', 'cross_validate_engine', 'data_directory', 'dtypes', 'engine', 'engine_names', 'engine_parameter', 'estimate', 'estimate_fields', 'evaluate', 'fit_engine', 'format_info', 'format_names', 'ggml_types', 'is_serving_engine', 'kv_cache_bytes', 'kv_cache_bytes_read', 'kv_format_names', 'llama_mix_names', 'llama_mix_types', 'load_device', 'load_engine_directory', 'max_batch_for_latency', 'max_concurrency_for_latency', 'min_batch_for_throughput', 'mtp_module', 'ops', 'parse_device', 'parse_engine', 'parse_parallelism', 'phase_bound_names', 'predict_points', 'quant_names', 'read_gguf', 'ridge_shift', 'scaling_exponent', 'serving_fields', 'set_data_directory', 'speculative_tokens_per_cycle', 'static_batch_rates', 'sum_of_totals', 'summarize_validation', 'supported_model_types', 'sweep', 'sweep_code_columns', 'sweep_columns', 'sweep_plan_cache', 'sweep_points', 'tensor_formats', 'unknown_name_message', 'validate', 'weight_bytes']
 class OpCost:
     """
     FLOPs by unit and format, bytes read and written per memory level, and kernel launches of one op
@@ -1246,6 +1246,10 @@ class RidgeShiftPoint:
     @property
     def unit(self) -> str:
         ...
+def all_reduce_time(engine: Engine, device: Device, devices: typing.SupportsInt | typing.SupportsIndex, message_bytes: typing.SupportsFloat | typing.SupportsIndex, hidden: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> dict:
+    """
+    One all-reduce of message_bytes per rank over `devices` ranks as the engine runs it (serving.hpp): seconds, ideal_seconds, way
+    """
 def attainable_flops(device: Device, intensity: typing.SupportsFloat | typing.SupportsIndex, dtype: str, level: str = 'dram', unit: str = 'matrix', ideal: bool = True) -> float:
     """
     The roof at an arithmetic intensity (FLOP/byte at `level`): min(peak, intensity x bandwidth), FLOP/s
