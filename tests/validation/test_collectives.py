@@ -1,4 +1,4 @@
-"""The all-reduce model against nccl-tests on 8-GPU nodes (tests/validation/nccl_allreduce_azure.csv).
+"""The all-reduce model against nccl-tests on 8-GPU nodes (tests/validation/microbenchmarks/nccl_allreduce_azure.csv).
 
 rp.all_reduce_time with the generic engine is NCCL alone: its tuner's ring model (LL / LL128 / Simple, NVIDIA/nccl
 tuning.cc) over the links' measured all-reduce bus bandwidth. The bounds are what the model reaches, stated here:
@@ -12,7 +12,7 @@ import pytest
 
 import rooflinepy as rp
 
-CSV = Path(__file__).with_name("nccl_allreduce_azure.csv")
+CSV = Path(__file__).parent / "microbenchmarks" / "nccl_allreduce_azure.csv"
 
 
 def _rows():
