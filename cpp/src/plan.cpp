@@ -73,16 +73,9 @@ std::vector<AllReduceWay> all_reduce_ways(const EngineBackend& e, const Intercon
 }
 
 std::size_t all_reduce_way(const std::vector<AllReduceWay>& ways, double rows) {
-    std::size_t best = ways.size();
-    for (std::size_t i = 0; i < ways.size(); ++i) {
-        const AllReduceWay& w = ways[i];
-        if (!w.library) {
-            if (rows <= w.max_rows) return i;
-            continue;
-        }
-        if (best == ways.size() || w.latency_s + rows * w.per_row_s < ways[best].latency_s + rows * ways[best].per_row_s) best = i;
-    }
-    return best == ways.size() ? 0 : best;
+    const std::size_t library_from = ways.empty() || ways[0].library ? 0 : 1;  // at most one custom way, first
+    return pick_all_reduce_way(ways.size(), library_from, ways.empty() ? 0.0 : ways[0].max_rows, rows,
+                               [&](std::size_t i) { return ways[i].latency_s + rows * ways[i].per_row_s; });
 }
 
 namespace {
@@ -192,13 +185,9 @@ struct UtilCache {
 // The path of an all_reduce slot at `rows` rows: its custom kernel within its rows, else the library's protocol of
 // least time (all_reduce_way over the plan's paths).
 inline std::size_t all_reduce_path(const PlanSlot& s, double rows) {
-    const std::size_t n = s.paths.size();
-    if (s.library_from == n || (s.library_from > 0 && rows <= s.paths[0].max_rows)) return 0;
-    std::size_t best = s.library_from;
-    auto time = [&](std::size_t i) { return s.paths[i].base.derated.memory_s[0] + rows * s.paths[i].per_row.derated.memory_s[0]; };
-    for (std::size_t i = best + 1; i < n; ++i)
-        if (time(i) < time(best)) best = i;
-    return best;
+    return pick_all_reduce_way(s.paths.size(), s.library_from, s.paths[0].max_rows, rows, [&](std::size_t i) {
+        return s.paths[i].base.derated.memory_s[0] + rows * s.paths[i].per_row.derated.memory_s[0];
+    });
 }
 
 // A slot other than attention at `rows` rows; `util` gets the utilization its matrix compute is divided by.
@@ -437,7 +426,6 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
     with_device(options, dev);
     ubatch = st.config.ubatch_tokens > 0 ? st.config.ubatch_tokens : st.backend.prefill_ubatch_tokens;
     const Interconnect* tp_link = interconnect_for(dev, st.config.tensor_parallel);
-    interconnect_Bps = tp_link ? tp_link->bandwidth_Bps : 0.0;
     device = std::move(engine_device);
     device_id = dev.id;
     structure = std::move(st_ptr);
@@ -1331,9 +1319,13 @@ AllReduceTiming all_reduce_time(const Engine& engine, const Device& device, int 
     const Interconnect* link = interconnect_for(device, devices);
     const std::vector<AllReduceWay> ways = all_reduce_ways(backend, *link, devices, 1.0, hidden);  // rows = bytes
     const AllReduceWay& w = ways[all_reduce_way(ways, message_bytes)];
+    CeilingTimes derated, ideal;  // as a plan's all_reduce slot holds them: its launch, then the link term
+    derated.overhead_s = device_for_engine(device, backend)->efficiency.launch_overhead_s;
+    derated.memory_s[0] = w.latency_s + message_bytes * w.per_row_s;
+    ideal.memory_s[0] = message_bytes * w.ideal_per_row_s;
     AllReduceTiming t;
-    t.seconds = device.efficiency.launch_overhead_s * backend.kernel_fixed_cost_scale + w.latency_s + message_bytes * w.per_row_s;
-    t.ideal_seconds = message_bytes * w.ideal_per_row_s;
+    t.seconds = derated.total();
+    t.ideal_seconds = ideal.total();
     t.way = w.name;
     return t;
 }

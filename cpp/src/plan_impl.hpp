@@ -112,6 +112,17 @@ std::vector<AllReduceWay> all_reduce_ways(const EngineBackend& engine, const Int
                                           double bytes_per_row, double hidden);
 /// The way all_reduce_ways' `ways` runs `rows` rows: the custom kernel within its rows, else the least time.
 std::size_t all_reduce_way(const std::vector<AllReduceWay>& ways, double rows);
+/// That rule over `n` ways held anywhere: the custom kernel (way 0) when library_from > 0 and `rows` are within its
+/// custom_max_rows (or no library follows, library_from == n), else the library's way i >= library_from of least
+/// time(i) at `rows`.
+template <class Time>
+std::size_t pick_all_reduce_way(std::size_t n, std::size_t library_from, double custom_max_rows, double rows, Time time) {
+    if (library_from == n || (library_from > 0 && rows <= custom_max_rows)) return 0;
+    std::size_t best = library_from;
+    for (std::size_t i = best + 1; i < n; ++i)
+        if (time(i) < time(best)) best = i;
+    return best;
+}
 
 /// What a plan keeps of the model and configuration before a device is chosen: the op slots of a forward pass and
 /// each slot's ops built at the few points its times are taken from. Immutable; shared between the plans of one
@@ -208,7 +219,6 @@ struct EstimatePlan::Impl {
     std::shared_ptr<const PlanStructure> structure;
     std::shared_ptr<const Device> device;  // fixed cost per kernel scaled by the engine (device_for_engine)
     PhaseOptions options;
-    double interconnect_Bps = 0;
     double dram_bandwidth_Bps = 0, capacity_bytes = 0;
     double device_weight_bytes = 0;  // what one rank holds: split weights ÷ ranks + replicated ones
     // weight bytes one decode step reads on one rank: the dense linear layers', and per MoE slot (experts, top_k,

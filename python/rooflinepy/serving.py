@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, List, NamedTuple, Optiona
 from . import _core
 from . import _validate as _v
 from ._device import Device, DeviceLike
+from ._engine import engine as _engine
 from ._fields import SERVING_FIELDS, ServingFields
 from .inference import Model, ModelLike, _device, _lookup_model
 
@@ -49,8 +50,6 @@ def all_reduce_time(device: DeviceLike, message_bytes: float, devices: int, *, e
     n = _v.whole(devices, "devices", where, 2, 1024)
     size, h = _v.number(message_bytes, "message_bytes", where), _v.number(hidden, "hidden", where)
     assert size is not None and h is not None  # None is refused above
-    from ._engine import engine as _engine
-
     d = _core.all_reduce_time(_engine(_v.text(engine, "engine", where))._core, _device(device)._core, n, size, h)
     return AllReduceTime(float(d["seconds"]), float(d["ideal_seconds"]), str(d["way"]))
 
