@@ -460,20 +460,27 @@ def serving_cross_validate(directory: Optional[Path] = None) -> "pd.DataFrame":
 
 def serving_summary(cv: "pd.DataFrame") -> List[Dict[str, Any]]:
     """Per table and kind: its engine, rows, MAPE (percent) of the defaults, in-sample, leave-one-GPU-out and the
-    pure roofline."""
+    pure roofline; a table of more than one kind (v0.6.1: static batches and first-token latency) also as a whole,
+    kind 'all' (issue 14's targets are per table)."""
     from . import _core
 
+    kinds = {t: sorted(set(cv["kind"][cv["table"] == t])) for t in cv["table"].unique()}
     groups = list(zip(cv["table"], cv["kind"]))
-    keys = [f"{t} {k}" for t, k in groups]
+    whole = [(t, "all") for t in cv["table"] if len(kinds[t]) > 1]  # each row once more, under its table's 'all'
+    keys = [f"{t} {k}" for t, k in groups + whole]
+    wholes = (cv["table"].map(lambda t: len(kinds[t]) > 1)).to_numpy()
 
     def summary(column: str) -> Dict[str, Any]:  # the core's MAPE per table and kind (estimator: `column`)
-        errors = cv[column] / cv["measured"] - 1
-        return dict(_core.summarize_validation(list(zip(keys, errors, cv["roofline_error"]))))
+        errors = list(cv[column] / cv["measured"] - 1)
+        roofline = list(cv["roofline_error"])
+        errors += [e for e, w in zip(errors, wholes) if w]
+        roofline += [e for e, w in zip(roofline, wholes) if w]
+        return dict(_core.summarize_validation(list(zip(keys, errors, roofline))))
 
     by = {c: summary(c) for c in ("defaults", "in_sample", "leave_one_gpu_out")}
     engines = _table_engines(serving_spec())
     rows = []
-    for (table, kind), key in dict(zip(groups, keys)).items():
+    for (table, kind), key in dict(zip(groups + whole, keys)).items():
         d = by["defaults"][key]
         rows.append({"table": table, "kind": kind, "engine": engines[table], "points": int(d["points"]),
                      "defaults": d["estimator"],
