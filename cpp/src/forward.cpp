@@ -442,6 +442,15 @@ double linear_utilization(const OpSlot& s, const PhaseOptions& options, double r
     return ops::gemm_utilization(rows, s.n * s.groups, p.tile_m, p.tile_n, options.compute_units, p.stream_k) * p.efficiency;
 }
 
+std::shared_ptr<const std::vector<LinearKernel>> PhaseOptions::default_linear_kernels() {
+    static const auto kernels = std::make_shared<const std::vector<LinearKernel>>(std::vector<LinearKernel>{LinearKernel{}});
+    return kernels;
+}
+std::shared_ptr<const std::map<std::string, double>> PhaseOptions::default_op_kernels() {
+    static const auto none = std::make_shared<const std::map<std::string, double>>();
+    return none;
+}
+
 PhaseOptions phase_options(const EngineBackend& e, std::string_view engine_id, const Format& kv, bool flash, int tp) {
     PhaseOptions o;
     o.activation = parse_format(e.activation_format);

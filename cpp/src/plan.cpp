@@ -468,6 +468,7 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
 
     slots.reserve(st.slots.size());
     std::vector<std::array<double, 6>> group_keys;  // utilization groups: output features, per sequence, tile, efficiency, stream-K
+    group_keys.reserve(st.slots.size());
     for (std::size_t k = 0; k < st.slots.size(); ++k) {
         const OpSlot& op = st.slots[k];
         const std::vector<OpCost>& p = st.probes[k];
@@ -594,6 +595,8 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
                 auto it = std::find_if(cb_groups.begin(), cb_groups.end(), same);
                 if (it == cb_groups.end()) {
                     BalanceGroup key;
+                    key.max_rows.reserve(s.op->paths.size());
+                    key.dequant_every_rows.reserve(s.op->paths.size());
                     for (const LinearPath& lp : s.op->paths) {
                         key.max_rows.push_back(lp.max_rows);
                         key.dequant_every_rows.push_back(lp.dequant_every_rows);
@@ -642,15 +645,16 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
             const auto rb = (c == 0 ? base.derated : base.ideal).racing(), rr = (c == 0 ? per_row.derated : per_row.ideal).racing();
             for (std::size_t i = 0; i < 4; ++i) out[i] = {rb[i], rr[i]};
         };
-        auto ways = [](const PlanSlot& s) {  // (base, per_row) of each way
-            std::vector<std::pair<const OpTimes*, const OpTimes*>> w;
+        std::vector<std::pair<const OpTimes*, const OpTimes*>> w;  // (base, per_row) of each way of one slot
+        auto ways = [&w](const PlanSlot& s) {
+            w.clear();
             if (s.op->kind == SlotKind::all_reduce)
                 for (const PlanSlot::Path& p : s.paths) w.emplace_back(&p.base, &p.per_row);
             else
                 w.emplace_back(&s.base, &s.per_row);
-            return w;
         };
         std::vector<double> cuts{0};
+        cuts.reserve(1 + 13 * members.size());  // a way's 6 crossings per ceiling, and a custom kernel's last row
         auto cut = [&](double a0, double b0, double a1, double b1) {
             const double db = b0 - b1;
             if (db == 0) return;
@@ -663,7 +667,7 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
                 env.base.axpy(s->op->count, s->base);
                 env.per_row.axpy(s->op->count, s->per_row);
             }
-            const auto w = ways(*s);
+            ways(*s);
             for (std::size_t c = 0; c < 2; ++c) {
                 for (const auto& [b, r] : w) {  // where a way's own lines cross
                     lines(*b, *r, c, l);
@@ -686,6 +690,8 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
         cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
         env.x = cuts;
         const bool any_switching = std::any_of(members.begin(), members.end(), [&](const PlanSlot* s) { return switches(*s); });
+        env.lines.reserve(cuts.size());
+        if (any_switching) env.switching.reserve(cuts.size());
         for (std::size_t k = 0; k < cuts.size(); ++k) {
             // which line is on top inside the interval: look at its middle (past the last cut: one beyond it)
             const double probe = k + 1 < cuts.size() ? (cuts[k] + cuts[k + 1]) / 2 : 2 * cuts[k] + 1;
@@ -842,6 +848,9 @@ PrefillChunks EstimatePlan::Impl::prefill_attention(double prompt, double past, 
     c.prompt = prompt;
     c.past = past;
     const double u = chunk > 0 ? chunk : prompt;
+    const auto micro_batches = static_cast<std::size_t>(std::ceil(prompt / u));
+    c.tokens.reserve(micro_batches);
+    c.past_of.reserve(micro_batches);
     for (double done = 0; done < prompt; done += u) {
         c.tokens.push_back(std::min(u, prompt - done));
         c.past_of.push_back(past + done);

@@ -528,6 +528,7 @@ SweepTable sweep(const SweepAxes& a, const SweepOptions& options) {
         const double C = a.context_tokens[ci];
         std::vector<PhaseSums> step(nb), prefill(nb);
         std::vector<std::vector<std::pair<double, PhaseSums>>> static_sums(nb);  // per batch, over the prompts
+        for (auto& sums : static_sums) sums.reserve(2 * (p1 - p0));  // a full and a last micro-batch size per prompt
         std::vector<double> max_context(nb);
         std::vector<char> batch_done(nb, 0);
         EstimatePlan::Impl::AttentionMemo attention_memo;  // micro-batches at the same positions, across the prompts

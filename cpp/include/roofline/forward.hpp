@@ -46,10 +46,14 @@ struct PhaseOptions {
     double compute_units = 1;                    ///< SMs / CUs / GPU cores the tiles are spread over
     std::string engine_id = "engine";            ///< for error messages
     /// the engine's kernels (EngineBackend::linear_kernels), shared: options are copied once per plan
-    std::shared_ptr<const std::vector<LinearKernel>> linear_kernels =
-        std::make_shared<const std::vector<LinearKernel>>(std::vector<LinearKernel>{LinearKernel{}});
+    std::shared_ptr<const std::vector<LinearKernel>> linear_kernels = default_linear_kernels();
     /// kernels per op where not one (EngineBackend::op_kernels), shared likewise
-    std::shared_ptr<const std::map<std::string, double>> op_kernels = std::make_shared<const std::map<std::string, double>>();
+    std::shared_ptr<const std::map<std::string, double>> op_kernels = default_op_kernels();
+
+    /// The defaults above, built once and shared: a PhaseOptions is constructed per plan, and phase_options()
+    /// replaces both, so constructing one allocates nothing.
+    static std::shared_ptr<const std::vector<LinearKernel>> default_linear_kernels();
+    static std::shared_ptr<const std::map<std::string, double>> default_op_kernels();
 };
 
 /// The options of an engine backend with a KV format, attention kind and tensor-parallel degree (the device's parts
