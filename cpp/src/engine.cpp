@@ -82,6 +82,12 @@ bool LinearKernel::handles(const Format& weight) const {
     return false;
 }
 
+double LinearKernel::alu_ops_for(const Format& weight) const {
+    if (alu_ops_scale.empty()) return alu_ops_per_mac;
+    const auto it = alu_ops_scale.find(to_lower(weight.name));
+    return it == alu_ops_scale.end() ? alu_ops_per_mac : alu_ops_per_mac * it->second;
+}
+
 std::vector<LinearKernel> EngineBackend::kernels_for(const Format& weight, std::string_view engine_id) const {
     std::vector<LinearKernel> out;
     for (const auto& k : linear_kernels) {
@@ -166,6 +172,18 @@ LinearKernel parse_kernel(JsonObject& k) {
     if (auto e = k.opt_number("efficiency", 1e-3, 1)) x.efficiency = *e;
     if (auto a = k.opt_number("alu_ops_per_mac", 0, 1e3)) x.alu_ops_per_mac = *a;
     if (k.has("alu_format")) x.alu_format = parse_dtype(k.choice("alu_format", {"int32", "fp32", "fp16"}));
+    if (auto scale = k.opt_object("alu_ops_scale")) {
+        for (const std::string& name : scale->keys()) {
+            try {
+                parse_format(name);
+            } catch (const NotFound& e) {
+                scale->fail(name, std::string("is not a weight format: ") + e.what());
+            }
+            if (to_lower(name) != name) scale->fail(name, "must be written in lower case, as 'weights' names formats");
+            x.alu_ops_scale[name] = scale->number(name, 0, 100, true);
+        }
+        scale->finish();
+    }
     if (k.has("fallback_compute")) {
         x.fallback_compute = to_lower(k.nonempty_string("fallback_compute"));
         if (x.fallback_compute != "activation") {
@@ -578,6 +596,7 @@ std::string Engine::to_json(int indent) const {
             if (k.alu_ops_per_mac > 0) {
                 kj["alu_ops_per_mac"] = k.alu_ops_per_mac;
                 kj["alu_format"] = std::string(dtype_name(k.alu_format));
+                if (!k.alu_ops_scale.empty()) kj["alu_ops_scale"] = k.alu_ops_scale;
             }
             if (k.launches != 1) kj["launches"] = k.launches;
             if (!k.fallback_compute.empty()) kj["fallback_compute"] = k.fallback_compute;

@@ -92,7 +92,7 @@ std::vector<LinearPath> linear_paths(const Format& f, const PhaseOptions& opt) {
         p.dequant_every_rows = k.dequant_every_rows;
         p.dequant_overlapped = k.dequant_overlapped;
         p.efficiency = k.efficiency;
-        p.alu_ops_per_mac = k.alu_ops_per_mac;
+        p.alu_ops_per_mac = k.alu_ops_for(f);
         p.alu_format = k.alu_format;
         p.launches = k.launches;
         if (!k.fallback_compute.empty()) {

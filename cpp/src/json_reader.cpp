@@ -175,6 +175,12 @@ const nlohmann::json& JsonObject::array(const std::string& key, bool required) {
 
 const nlohmann::json& JsonObject::raw(const std::string& key) { return get(key, false); }
 
+std::vector<std::string> JsonObject::keys() const {
+    std::vector<std::string> out;
+    for (auto it = j_->begin(); it != j_->end(); ++it) out.push_back(it.key());
+    return out;
+}
+
 void JsonObject::finish() const {
     for (auto it = j_->begin(); it != j_->end(); ++it) {
         if (!seen_.count(it.key())) {

@@ -31,6 +31,8 @@ class LinearKernel:
     efficiency: CoreAttribute[float] = CoreAttribute("fraction of its unit's achievable peak it reaches")
     alu_ops_per_mac: CoreAttribute[float] = CoreAttribute("ALU operations (unpacking, scales) beside each multiply-add")
     alu_format: CoreAttribute[str] = CoreAttribute("the lanes those ALU operations run on ('int32', 'fp32' ...)")
+    alu_ops_scale: CoreAttribute[Dict[str, float]] = CoreAttribute(
+        "alu_ops_per_mac of each weight format relative to the one it was fitted on (absent: 1)")
     launches: CoreAttribute[float] = CoreAttribute("kernels launched per linear layer (e.g. quantizing the activations)")
     source: CoreAttribute[str] = CoreAttribute("where this comes from (file and commit, docs, measurement)")
     uncertain: CoreAttribute[str] = CoreAttribute("why the source may not settle it ('' if it does)")

@@ -5,6 +5,7 @@
 #include "roofline/engine.hpp"
 #include "roofline/errors.hpp"
 #include "roofline/format.hpp"
+#include "roofline/forward.hpp"
 #include "test_helpers.hpp"
 
 #include <algorithm>
@@ -75,7 +76,7 @@ const char* const kFullEngine = R"({
         {"name": "gemv", "weights": ["quantized", "f16"], "max_rows": 4, "unit": "vector", "compute": "fp32", "source": "k1"},
         {"name": "gemm", "weights": ["*"], "unit": "matrix", "compute": "activation", "tile_m": 64, "tile_n": 32,
          "stream_k": true, "dequant_every_rows": 32, "dequant_overlapped": false, "efficiency": 0.8, "alu_ops_per_mac": 0.5,
-         "alu_format": "int32", "launches": 2, "source": "k2", "uncertain": "a guess"}
+         "alu_format": "int32", "alu_ops_scale": {"q4_k": 1.17, "q8_0": 0.83}, "launches": 2, "source": "k2", "uncertain": "a guess"}
       ]},
       "fused_qkv": {"value": false, "source": "s3"},
       "logits_last_token_only": {"value": false, "source": "s4"},
@@ -174,6 +175,7 @@ void check_same_backend(const EngineBackend& a, const EngineBackend& b) {
         CHECK(x.efficiency == y.efficiency);
         CHECK(x.alu_ops_per_mac == y.alu_ops_per_mac);
         CHECK(x.alu_format == y.alu_format);
+        CHECK(x.alu_ops_scale == y.alu_ops_scale);
         CHECK(x.launches == y.launches);
         CHECK(x.provenance.source == y.provenance.source);
         CHECK(x.provenance.uncertain == y.provenance.uncertain);
@@ -350,6 +352,17 @@ TEST_CASE("parse_engine: errors name the origin and the field path") {
         check_error(with(kTinyEngine, R"("weights": ["*"], "max_rows": 8)", R"("weights": ["q9_z"], "max_rows": 8)"),
                     {"backends.any.linear_kernels.value[0].weights[0]", "is not a format", "q9_z"});
     }
+    SUBCASE("a per-format ALU scale that names no format, is not lower case or not positive") {
+        const std::string tile = R"("tile_n": 64, "source")";
+        check_error(with(kTinyEngine, tile, R"("tile_n": 64, "alu_ops_scale": {"q9_z": 1.2}, "source")"),
+                    {"backends.any.linear_kernels.value[1].alu_ops_scale.q9_z", "is not a weight format"});
+        check_error(with(kTinyEngine, tile, R"("tile_n": 64, "alu_ops_scale": {"Q4_K": 1.2}, "source")"),
+                    {"alu_ops_scale.Q4_K", "lower case"});
+        check_error(with(kTinyEngine, tile, R"("tile_n": 64, "alu_ops_scale": {"q4_k": 0}, "source")"),
+                    {"alu_ops_scale.q4_k", "must be within (0, 100]"});
+        check_error(with(kTinyEngine, tile, R"("tile_n": 64, "alu_ops_scale": [1.2], "source")"),
+                    {"alu_ops_scale", "must be a JSON object"});
+    }
     SUBCASE("based_on an unknown engine") {
         const std::vector<Engine>& bases = engine_db().engines();
         check_error(with(kTinyEngine, R"("summary")", R"("based_on": "cuda-graph", "summary")"), {"based_on", "'cuda-graph'"}, &bases);
@@ -471,6 +484,31 @@ TEST_CASE("kernels_for picks kernels by weight class and format, in order of max
                 CHECK(ks.back().max_rows == inf);
                 for (std::size_t i = 1; i < ks.size(); ++i) CHECK(ks[i].max_rows > ks[i - 1].max_rows);
             }
+}
+
+TEST_CASE("a kernel's ALU work per multiply-add follows the weight format's block layout (alu_ops_scale)") {
+    LinearKernel k;
+    k.alu_ops_per_mac = 0.3;
+    CHECK(k.alu_ops_for(parse_format("Q4_K")) == 0.3);  // no table: every format alike
+    k.alu_ops_scale = {{"q4_k", 1.172}, {"q8_0", 0.827}};
+    CHECK(k.alu_ops_for(parse_format("Q4_K")) == doctest::Approx(0.3 * 1.172));
+    CHECK(k.alu_ops_for(parse_format("q8_0")) == doctest::Approx(0.3 * 0.827));
+    CHECK(k.alu_ops_for(parse_format("Q4_0")) == 0.3);  // not listed: the reference
+    // llama.cpp's MMQ on CUDA, counted in its machine code: K-quants unpack more than legacy blocks, Q8_0 less
+    const EngineBackend& cuda = engine_db().get("llama.cpp").backend("cuda");
+    const PhaseOptions o = phase_options(cuda, "llama.cpp", format_of(DType::fp16), false, 1);
+    auto mmq_alu = [&](const char* f) {
+        const std::vector<LinearPath> paths = linear_paths(parse_format(f), o);
+        REQUIRE_FALSE(paths.empty());
+        CHECK(paths.back().unit == Unit::matrix);  // MMQ above MMVQ's rows
+        return paths.back().alu_ops_per_mac;
+    };
+    const double q4_0 = mmq_alu("Q4_0");
+    CHECK(q4_0 > 0);
+    CHECK(mmq_alu("Q8_0") < q4_0);
+    CHECK(mmq_alu("Q4_K") > q4_0);
+    CHECK(mmq_alu("Q6_K") > mmq_alu("Q4_K"));
+    CHECK(mmq_alu("Q6_K") == doctest::Approx(q4_0 * 1.306));
 }
 
 TEST_CASE("to_json round-trips every engine through parse_engine") {

@@ -63,11 +63,16 @@ struct LinearKernel {
     /// the lanes' rate, not the matrix units'.
     double alu_ops_per_mac = 0;
     DType alu_format = DType::int32;
+    /// alu_ops_per_mac of each weight format relative to the one it was measured or fitted on (format name in lower
+    /// case -> factor; absent: 1): the unpacking of a K-quant block costs more instructions than a legacy block's.
+    std::map<std::string, double> alu_ops_scale;
     double launches = 1;                    ///< kernels per call (2: activations quantized first, e.g. to q8_1)
     Provenance provenance;
 
     /// Whether it runs linear layers whose weights are in `weight`.
     bool handles(const Format& weight) const;
+    /// alu_ops_per_mac for weights in `weight`: × alu_ops_scale of its format.
+    double alu_ops_for(const Format& weight) const;
 };
 
 /// An engine on one backend, every property resolved: what the estimator reads.

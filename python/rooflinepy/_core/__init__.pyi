@@ -404,6 +404,11 @@ class LinearKernel:
         ALU operations beside each multiply-add
         """
     @property
+    def alu_ops_scale(self) -> dict[str, float]:
+        """
+        alu_ops_per_mac of each weight format relative to the one it was fitted on (absent: 1)
+        """
+    @property
     def compute(self) -> str:
         """
         'activation' or the format of its multiply-adds
