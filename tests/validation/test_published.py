@@ -40,8 +40,8 @@ def test_point_within_its_tolerance(row):
 CORPUS_TARGETS = {
     ("llamacpp_metal_llama2_7b", "decode"): {"lodo": 6, "in_sample": 5, "logo": 8},
     ("llamacpp_metal_llama2_7b", "prefill"): {"lodo": 10, "in_sample": 5, "logo": 10},
-    ("llamacpp_cuda_llama2_7b_q4_0", "decode"): {"lodo": 8, "in_sample": 8},
-    # the in-sample target is 8 %; 10.4 % is reached (11.4 % while the scoreboard's "A100 80GB" was taken for the SXM
+    ("llamacpp_cuda_llama2_7b_q4_0", "decode"): {"lodo": 8, "in_sample": 8},  # 2.3 and 2.1 %
+    # the in-sample target is 8 %; 10.2 % is reached (11.4 % while the scoreboard's "A100 80GB" was taken for the SXM
     # module; it is the PCIe board). What the remaining spread per GPU points to, and what was checked and not taken:
     # tests/validation/README.md, "CUDA prefill". Held at 11 so that a regression shows.
     ("llamacpp_cuda_llama2_7b_q4_0", "prefill"): {"lodo": 15, "in_sample": 11},
