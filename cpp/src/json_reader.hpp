@@ -39,7 +39,7 @@ public:
     std::optional<JsonObject> opt_object(const std::string& key);
     /// An array (empty when absent and not required).
     const nlohmann::json& array(const std::string& key, bool required);
-    /// The object's keys, in the document's order (an object whose keys are data: a table by name).
+    /// The object's keys, sorted (as nlohmann::json keeps them): for an object whose keys are data, a table by name.
     std::vector<std::string> keys() const;
     /// Mark a key as read without reading it (kept for the caller to parse itself).
     const nlohmann::json& raw(const std::string& key);

@@ -464,11 +464,11 @@ def serving_summary(cv: "pd.DataFrame") -> List[Dict[str, Any]]:
     kind 'all' (issue 14's targets are per table)."""
     from . import _core
 
-    kinds = {t: sorted(set(cv["kind"][cv["table"] == t])) for t in cv["table"].unique()}
+    multi = {t for t in cv["table"].unique() if cv["kind"][cv["table"] == t].nunique() > 1}
     groups = list(zip(cv["table"], cv["kind"]))
-    whole = [(t, "all") for t in cv["table"] if len(kinds[t]) > 1]  # each row once more, under its table's 'all'
+    whole = [(t, "all") for t in cv["table"] if t in multi]  # each row once more, under its table's 'all'
     keys = [f"{t} {k}" for t, k in groups + whole]
-    wholes = (cv["table"].map(lambda t: len(kinds[t]) > 1)).to_numpy()
+    wholes = cv["table"].isin(multi).to_numpy()
 
     def summary(column: str) -> Dict[str, Any]:  # the core's MAPE per table and kind (estimator: `column`)
         errors = list(cv[column] / cv["measured"] - 1)
