@@ -511,6 +511,33 @@ TEST_CASE("a kernel's ALU work per multiply-add follows the weight format's bloc
     CHECK(mmq_alu("Q6_K") == doctest::Approx(q4_0 * 1.306));
 }
 
+TEST_CASE("llama.cpp on ROCm: the CUDA backend's kernels built for HIP, with RDNA3.5's MMQ thresholds") {
+    const Engine& e = engine_db().get("llama.cpp");
+    const EngineBackend &rocm = e.backend("rocm"), &cuda = e.backend("cuda");
+    auto path = [&](const char* format, double rows) {
+        for (const LinearKernel& k : rocm.kernels_for(parse_format(format), "llama.cpp"))
+            if (rows <= k.max_rows) return k;
+        FAIL("no kernel");
+        return LinearKernel{};
+    };
+    CHECK(path("Q4_0", 1).name == "mul_mat_vec_q (MMVQ)");
+    CHECK(path("Q4_K", 512).name == "mul_mat_q (MMQ)");
+    CHECK(path("Q4_K", 512).compute == "int8");
+    CHECK_FALSE(path("Q4_K", 512).stream_k);  // conventional tiling off NVIDIA and CDNA
+    CHECK(path("Q6_K", 256).name == "mul_mat_q (MMQ), Q6_K up to 256 tokens");
+    CHECK(path("Q6_K", 512).name == "dequantize + hipBLAS GEMM");  // RDNA3.5 takes larger Q6_K batches to hipBLAS
+    CHECK(path("Q6_K", 512).compute == "fp16");
+    CHECK(path("Q2_K", 200).name == "dequantize + hipBLAS GEMM");
+    CHECK(path("F16", 512).name == "hipBLAS GEMM");
+    // what the corpus cannot give it (no AMD GPU) is derived from the CUDA build's fit, with that as its source
+    CHECK(rocm.kernel_fixed_cost_scale == cuda.kernel_fixed_cost_scale);
+    CHECK(rocm.bandwidth_fraction == cuda.bandwidth_fraction);
+    CHECK(rocm.sources.at("kernel_fixed_cost_scale").source.find("derived") != std::string::npos);
+    CHECK(path("Q4_K", 512).alu_ops_per_mac == cuda.kernels_for(parse_format("Q4_K"), "llama.cpp").back().alu_ops_per_mac);
+    // the native backend of an AMD GPU
+    CHECK(e.native_backend.at("amd") == "rocm");
+}
+
 TEST_CASE("to_json round-trips every engine through parse_engine") {
     for (const Engine& e : engine_db().engines()) {
         CAPTURE(e.id);
