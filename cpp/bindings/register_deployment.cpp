@@ -24,7 +24,7 @@ void register_deployment(py::module_& m) {
         "cheapest_deployments",
         [](const Model& model, const std::vector<const Device*>& devices, const std::vector<double>& prices,
            const std::vector<std::string>& quants, const std::vector<int>& counts, double prompt_tokens, double gen_tokens,
-           double target, double tpot_s, double ttft_s, const std::string& kv_dtype, bool flash_attention,
+           double target, double tpot_s, double ttft_s, const std::string& kv_dtype, std::optional<bool> flash_attention,
            const std::string& engine, bool replicas) {
             DeploymentRequest r;
             r.model = &model;
@@ -38,7 +38,8 @@ void register_deployment(py::module_& m) {
             r.tpot_s = tpot_s;
             r.ttft_s = ttft_s;
             r.kv_dtype = kv_dtype;
-            r.flash_attention = flash_attention;
+            r.flash_attention = flash_attention.value_or(false);
+            r.flash_attention_from_engine = !flash_attention;  // None: the engine's default
             r.engine = engine;
             r.replicas = replicas;
             py::gil_scoped_release release;

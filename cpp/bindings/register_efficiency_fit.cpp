@@ -20,7 +20,7 @@ void register_efficiency_fit(py::module_& m) {
     m.def(
         "calibrate_efficiency",
         [](const Device& device, const std::vector<std::tuple<const Model*, std::string, double, double, double, double, std::string>>& pts,
-           const std::string& engine, const std::string& kv_dtype) {
+           const std::string& engine, const std::string& kv_dtype, std::optional<bool> flash_attention) {
             std::vector<ThroughputMeasurement> ms;
             for (const auto& [model, quant, batch, prompt, gen, tps, label] : pts)
                 ms.push_back(ThroughputMeasurement{model, quant, batch, prompt, gen, tps, label});
@@ -28,10 +28,11 @@ void register_efficiency_fit(py::module_& m) {
             Device d;
             {
                 py::gil_scoped_release release;
-                d = calibrate_efficiency(device, ms, engine, kv_dtype, &rep);
+                d = calibrate_efficiency(device, ms, engine, kv_dtype, &rep, flash_attention);
             }
             return py::make_tuple(d, rep);
         },
         py::arg("device"), py::arg("points"), py::arg("engine") = "llama.cpp", py::arg("kv_dtype") = "f16",
-        "points: (model, quant, batch, prompt_tokens, gen_tokens, tokens_per_s, label); returns (device, FitReport)");
+        py::arg("flash_attention") = py::none(),
+        "flash_attention: None for the engine's default; points: (model, quant, batch, prompt_tokens, gen_tokens, tokens_per_s, label); returns (device, FitReport)");
 }

@@ -43,6 +43,8 @@ void register_engine(py::module_& m) {
         .def_readonly("op_kernels", &EngineBackend::op_kernels, "kernels per op where the engine launches other than one")
         .def_readonly("prefill_ubatch_tokens", &EngineBackend::prefill_ubatch_tokens, "prompt micro-batch (0: whole prompt)")
         .def_readonly("flash_attention_version", &EngineBackend::flash_attention_version)
+        .def_readonly("flash_attention_default", &EngineBackend::flash_attention_default,
+                      "whether it runs flash attention unless told otherwise")
         .def_readonly("decode_attention_per_query_head", &EngineBackend::decode_attention_per_query_head)
         .def_readonly("decode_attention_alu_ops_per_mac", &EngineBackend::decode_attention_alu_ops_per_mac)
         .def_property_readonly(

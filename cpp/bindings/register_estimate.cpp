@@ -50,7 +50,7 @@ void register_estimate(py::module_& m) {
     m.def(
         "estimate",
         [](const Model& model, const Device& device, const std::string& quant, double batch, double prompt_tokens,
-           double gen_tokens, const std::string& kv_dtype, bool flash_attention, const std::string& engine,
+           double gen_tokens, const std::string& kv_dtype, std::optional<bool> flash_attention, const std::string& engine,
            double tensor_parallel, const Model* draft, const std::string& draft_quant, double draft_tokens, double acceptance,
            double context_tokens, double ubatch_tokens) {
             // a Python int of any size arrives as a double; only whole numbers in the core's range become an int
@@ -62,7 +62,8 @@ void register_estimate(py::module_& m) {
             w.prompt_tokens = prompt_tokens;
             w.gen_tokens = gen_tokens;
             w.kv_dtype = kv_dtype;
-            w.flash_attention = flash_attention;
+            w.flash_attention = flash_attention.value_or(false);
+            w.flash_attention_from_engine = !flash_attention;  // None: the engine's default
             w.engine = engine;
             w.tensor_parallel = static_cast<int>(tensor_parallel);
             w.draft = draft;
@@ -75,7 +76,7 @@ void register_estimate(py::module_& m) {
             return estimate(model, device, w);
         },
         py::arg("model"), py::arg("device"), py::arg("quant"), py::arg("batch") = 1.0, py::arg("prompt_tokens") = 512.0,
-        py::arg("gen_tokens") = 128.0, py::arg("kv_dtype") = "f16", py::arg("flash_attention") = false,
+        py::arg("gen_tokens") = 128.0, py::arg("kv_dtype") = "f16", py::arg("flash_attention") = py::none(),
         py::arg("engine") = "llama.cpp", py::arg("tensor_parallel") = 1, py::arg("draft") = py::none(),
         py::arg("draft_quant") = "", py::arg("draft_tokens") = 0.0, py::arg("acceptance") = 0.0,
         py::arg("context_tokens") = 0.0, py::arg("ubatch_tokens") = 0.0);

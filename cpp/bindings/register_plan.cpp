@@ -9,18 +9,19 @@ void register_plan(py::module_& m) {
         m, "EstimatePlan",
         "A model × device × configuration ready to be estimated at any batch, prompt and generated tokens in O(1)")
         .def(py::init([](const Model& model, const Device& device, const std::string& quant, const std::string& kv_dtype,
-                         bool flash_attention, const std::string& engine, double tensor_parallel, double ubatch_tokens,
+                         std::optional<bool> flash_attention, const std::string& engine, double tensor_parallel, double ubatch_tokens,
                          const Engine* engine_object) {
                  check_range("tensor_parallel", tensor_parallel, 1, 1024);
                  check_count("tensor_parallel", tensor_parallel);
                  check_count("ubatch_tokens", ubatch_tokens);
-                 const PlanConfig config{quant, kv_dtype, flash_attention, engine, static_cast<int>(tensor_parallel), ubatch_tokens,
-                                         engine_object ? std::make_shared<const Engine>(*engine_object) : nullptr};
+                 PlanConfig config{quant, kv_dtype, flash_attention.value_or(false), engine, static_cast<int>(tensor_parallel),
+                                   ubatch_tokens, engine_object ? std::make_shared<const Engine>(*engine_object) : nullptr};
+                 config.flash_attention_from_engine = !flash_attention;  // None: the engine's default
                  py::gil_scoped_release release;
                  return std::make_shared<EstimatePlan>(model, device, config);
              }),
              py::arg("model"), py::arg("device"), py::arg("quant"), py::arg("kv_dtype") = "f16",
-             py::arg("flash_attention") = false, py::arg("engine") = "llama.cpp", py::arg("tensor_parallel") = 1,
+             py::arg("flash_attention") = py::none(), py::arg("engine") = "llama.cpp", py::arg("tensor_parallel") = 1,
              py::arg("ubatch_tokens") = 0.0, py::arg("engine_object") = nullptr)
         .def(
             "estimate",

@@ -81,7 +81,9 @@ std::vector<Deployment> cheapest_deployments(const DeploymentRequest& r) {
                                          x.at.output_tokens_per_s, x.at.tpot_s, x.at.ttft_s, x.reason};
                         };
                     } else {
-                        plan.emplace(*r.model, dev, PlanConfig{q, r.kv_dtype, r.flash_attention, r.engine, count});
+                        PlanConfig pc{q, r.kv_dtype, r.flash_attention, r.engine, count};
+                        pc.flash_attention_from_engine = r.flash_attention_from_engine;
+                        plan.emplace(*r.model, dev, pc);
                         search = [&](double rate) {
                             const ThroughputAnswer x = min_batch_for_throughput(*plan, r.prompt_tokens, r.gen_tokens, rate, r.tpot_s, r.ttft_s);
                             return Found{x.feasible, x.capacity.feasible, x.capacity.at.decode_tokens_per_s_total, x.batch,

@@ -18,7 +18,7 @@ namespace roofline {
 // Calibration of the efficiency parameters: least squares on log(predicted / measured) over the estimator itself
 
 Device calibrate_efficiency(const Device& device, const std::vector<ThroughputMeasurement>& points, std::string_view engine_name,
-                            const std::string& kv_dtype, FitReport* report) {
+                            const std::string& kv_dtype, FitReport* report, std::optional<bool> flash_attention) {
     if (points.empty()) throw InvalidArgument("calibration needs at least one measurement");
     for (std::size_t i = 0; i < points.size(); ++i) {
         const auto& p = points[i];
@@ -49,6 +49,8 @@ Device calibrate_efficiency(const Device& device, const std::vector<ThroughputMe
         w.gen_tokens = m.gen_tokens;
         w.engine = eng.id;
         w.kv_dtype = kv_dtype;
+        w.flash_attention = flash_attention.value_or(false);
+        w.flash_attention_from_engine = !flash_attention;
         return w;
     };
     // what a point measured, in its estimate: the batch's decode rate, or the prefill's without generated tokens

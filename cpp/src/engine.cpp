@@ -222,7 +222,8 @@ const std::vector<std::string>& backend_keys() {
             "logits_last_token_only",
             "runtime_overhead_GB", "all_reduce", "collective_step_latency_us", "collective_protocols",
             "custom_all_reduce_max_bytes", "custom_all_reduce_max_hidden", "vocab_parallel", "bandwidth_fraction",
-            "op_kernels", "prefill_ubatch_tokens", "flash_attention_version", "decode_attention_per_query_head",
+            "op_kernels", "prefill_ubatch_tokens", "flash_attention_version", "flash_attention_default",
+            "decode_attention_per_query_head",
             "decode_attention_alu_ops_per_mac", "attention_score_bytes",
             "prediction_interval"};
         k.insert(k.end(), serving_keys().begin(), serving_keys().end());
@@ -336,6 +337,7 @@ void apply_backend(EngineBackend& b, JsonObject o, const nlohmann::json& raw) {
         if (std::floor(v) != v) o.fail("flash_attention_version", "must be 1, 2 or 3");
         b.flash_attention_version = static_cast<int>(v);
     }
+    if (o.has("flash_attention_default")) b.flash_attention_default = flag_value(o, "flash_attention_default", b);
     if (o.has("decode_attention_per_query_head"))
         b.decode_attention_per_query_head = flag_value(o, "decode_attention_per_query_head", b);
     if (o.has("decode_attention_alu_ops_per_mac"))
@@ -631,6 +633,7 @@ std::string Engine::to_json(int indent) const {
         x["op_kernels"] = prop(b, "op_kernels", b.op_kernels);
         x["prefill_ubatch_tokens"] = prop(b, "prefill_ubatch_tokens", b.prefill_ubatch_tokens);
         x["flash_attention_version"] = prop(b, "flash_attention_version", b.flash_attention_version);
+        x["flash_attention_default"] = prop(b, "flash_attention_default", b.flash_attention_default);
         x["decode_attention_per_query_head"] = prop(b, "decode_attention_per_query_head", b.decode_attention_per_query_head);
         x["decode_attention_alu_ops_per_mac"] = prop(b, "decode_attention_alu_ops_per_mac", b.decode_attention_alu_ops_per_mac);
         x["attention_score_bytes"] = prop(b, "attention_score_bytes", b.attention_score_bytes);

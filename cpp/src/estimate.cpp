@@ -35,8 +35,10 @@ Estimate estimate(const Model& model, const Device& device, const Workload& w) {
     const EstimatePlan plan(model, device, PlanConfig::of(w));
     Estimate e = plan.estimate(w.batch, w.prompt_tokens, w.gen_tokens, true, w.context_tokens);
     if (w.draft && w.gen_tokens > 0) {
-        const EstimatePlan draft(*w.draft, device, PlanConfig{w.draft_quant.empty() ? w.quant : w.draft_quant, w.kv_dtype,
-                                                              w.flash_attention, w.engine, 1, w.ubatch_tokens});
+        PlanConfig dc{w.draft_quant.empty() ? w.quant : w.draft_quant, w.kv_dtype, w.flash_attention, w.engine, 1,
+                      w.ubatch_tokens};
+        dc.flash_attention_from_engine = w.flash_attention_from_engine;
+        const EstimatePlan draft(*w.draft, device, dc);
         apply_speculative(e, plan, draft, w.draft_tokens, w.acceptance);
     }
     return e;

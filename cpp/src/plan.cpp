@@ -351,7 +351,8 @@ std::shared_ptr<const PlanStructure> make_structure(const Model& model, const Pl
     s.engine = config.engine_object ? config.engine_object : engine(config.engine);
     s.backend = s.engine->backend(backend);
     s.config.engine = s.engine->id;
-    s.options = phase_options(s.backend, s.engine->id, parse_kv_format(config.kv_dtype), config.flash_attention,
+    if (config.flash_attention_from_engine) s.config.flash_attention = s.backend.flash_attention_default;
+    s.options = phase_options(s.backend, s.engine->id, parse_kv_format(config.kv_dtype), s.config.flash_attention,
                               config.tensor_parallel);
     std::vector<TensorFormat> own;
     if (formats) {
@@ -399,7 +400,8 @@ std::shared_ptr<const PlanStructure> structure_for_backend(const PlanStructure& 
     auto st = std::make_shared<PlanStructure>(sibling);
     PlanStructure& s = *st;
     s.backend = s.engine->backend(backend);
-    s.options = phase_options(s.backend, s.engine->id, sibling.options.kv, sibling.config.flash_attention,
+    if (s.config.flash_attention_from_engine) s.config.flash_attention = s.backend.flash_attention_default;
+    s.options = phase_options(s.backend, s.engine->id, sibling.options.kv, s.config.flash_attention,
                               sibling.config.tensor_parallel);
     if (!same_slots_under(s.options, sibling.options)) return nullptr;
     assign_paths(s.slots, s.options);

@@ -241,7 +241,8 @@ void check_axes(const SweepAxes& a, bool need_points) {
     for (std::size_t i = 0; i < a.devices.size(); ++i)
         if (!a.devices[i]) throw InvalidArgument("sweep: devices[" + std::to_string(i) + "] is null");
     for (int f : a.flash_attention)
-        if (f != 0 && f != 1) throw InvalidArgument("sweep: flash_attention values must be 0 or 1, got " + std::to_string(f));
+        if (f != 0 && f != 1 && f != -1)
+            throw InvalidArgument("sweep: flash_attention values must be 0, 1 or -1 (the engine's default), got " + std::to_string(f));
     if (!need_points) return;
     nonempty(a.batch.size(), "batch");
     nonempty(a.prompt_tokens.size(), "prompt_tokens");
@@ -264,7 +265,8 @@ std::string describe(const SweepAxes& a, const Config& c) {
     std::ostringstream os;
     os << "model '" << a.models[c[0]]->arch.id << "', quant '" << a.quants[c[1]] << "', device '" << a.devices[c[2]]->id
        << "', engine '" << a.engines[c[3]] << "', kv_dtype '" << a.kv_dtypes[c[4]] << "', flash_attention "
-       << (a.flash_attention[c[5]] ? "on" : "off") << ", tensor_parallel " << a.tensor_parallel[c[6]];
+       << (a.flash_attention[c[5]] < 0 ? "the engine's default" : a.flash_attention[c[5]] ? "on" : "off")
+       << ", tensor_parallel " << a.tensor_parallel[c[6]];
     if (a.ubatch_tokens.size() > 1 || a.ubatch_tokens[c[7]] != 0) os << ", ubatch_tokens " << a.ubatch_tokens[c[7]];
     return os.str();
 }
@@ -306,7 +308,7 @@ Plans build_plans(const SweepAxes& a, const std::vector<Config>& configs, int th
     // plans kept from earlier sweeps: those configurations need no structure
     auto cache_key = [&](const Config& c, const Engine* e) {
         return PlanCache::Key{a.models[c[0]], a.devices[c[2]], e, a.quants[c[1]], a.kv_dtypes[c[4]],
-                              a.flash_attention[c[5]] != 0, a.tensor_parallel[c[6]], a.ubatch_tokens[c[7]]};
+                              a.flash_attention[c[5]], a.tensor_parallel[c[6]], a.ubatch_tokens[c[7]]};
     };
     Plans out;
     out.plans.resize(configs.size());
@@ -356,8 +358,9 @@ Plans build_plans(const SweepAxes& a, const std::vector<Config>& configs, int th
         const std::size_t f = static_cast<std::size_t>(std::lower_bound(mq.begin(), mq.end(), k[0] * nq + k[1]) - mq.begin());
         capture(structure_failures[i], [] { return std::string(); }, [&] {
             // the engine object resolved above (its backend and device were chosen with it), not looked up again
-            const PlanConfig pc{a.quants[k[1]], a.kv_dtypes[k[4]], a.flash_attention[k[5]] != 0, a.engines[k[3]],
-                                a.tensor_parallel[k[6]], a.ubatch_tokens[k[7]], engines[k[3]]};
+            PlanConfig pc{a.quants[k[1]], a.kv_dtypes[k[4]], a.flash_attention[k[5]] > 0, a.engines[k[3]],
+                          a.tensor_parallel[k[6]], a.ubatch_tokens[k[7]], engines[k[3]]};
+            pc.flash_attention_from_engine = a.flash_attention[k[5]] < 0;
             // the order EstimatePlan validates in: KV format, then the quantization
             parse_kv_format(pc.kv_dtype);
             if (!format_ok[f]) rethrow(format_failures[f]);
@@ -414,7 +417,7 @@ struct Writer {
         t.device[r] = static_cast<std::int32_t>(c[2]);
         t.engine[r] = static_cast<std::int32_t>(c[3]);
         t.kv_dtype[r] = static_cast<std::int32_t>(c[4]);
-        t.flash_attention[r] = static_cast<std::uint8_t>(a.flash_attention[c[5]]);
+        t.flash_attention[r] = plan.config().flash_attention ? 1 : 0;  // the engine's default resolved
         t.tensor_parallel[r] = a.tensor_parallel[c[6]];
         t.ubatch_tokens[r] = plan.ubatch_tokens();
         write_values(r, e);

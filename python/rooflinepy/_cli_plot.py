@@ -5,6 +5,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any, Callable, List, Tuple
 
+from ._cli_common import add_flash_attn, flash_attn
+
 if TYPE_CHECKING:
     from ._roofline import OpCost
 
@@ -68,7 +70,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
     elif f == "tokens-per-second":
         fig = rp.plot.tokens_per_second(args.model, _names(args.quants), _names(args.devices),
                                         prompt_tokens=args.prompt, gen_tokens=args.gen, engine=args.engine,
-                                        kv_dtype=args.kv_dtype, flash_attention=args.flash_attn)
+                                        kv_dtype=args.kv_dtype, flash_attention=flash_attn(args.flash_attn))
     elif f == "attention-io":
         fig = rp.plot.attention_io(_ints(args.seq_lens, "--seq-lens"), args.device, heads=args.heads,
                                    head_dim=args.head_dim, batch=args.batch, dtype=args.dtype, causal=args.causal,
@@ -135,7 +137,7 @@ def add_plot_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]")
     p.add_argument("-n", "--n-gen", dest="gen", type=int, default=128, help="decode test tgN (default 128)")
     p.add_argument("--engine", default="llama.cpp")
     p.add_argument("--kv-dtype", default="f16")
-    p.add_argument("-fa", "--flash-attn", action="store_true")
+    add_flash_attn(p)
     common(p)
     p = figs.add_parser("serving", help="output tokens/s per GPU against ITL (or TTFT) over a concurrency sweep")
     p.add_argument("-m", "--model", default="llama-3.3-70b")

@@ -65,6 +65,7 @@ class EngineBackend:
     op_kernels: CoreAttribute[Dict[str, float]] = CoreAttribute("kernels per op where the engine launches other than one")
     prefill_ubatch_tokens: CoreAttribute[float] = CoreAttribute("prompt micro-batch in tokens (0: the whole prompt)")
     flash_attention_version: CoreAttribute[int] = CoreAttribute("1: K/V blocks outermost; 2: a Q block resident")
+    flash_attention_default: CoreAttribute[bool] = CoreAttribute("whether it runs flash attention unless told otherwise")
     decode_attention_per_query_head: CoreAttribute[bool] = CoreAttribute(
         "decode reads the KV cache once per query head (no K/V sharing within a GQA group)")
     decode_attention_alu_ops_per_mac: CoreAttribute[float] = CoreAttribute(

@@ -142,6 +142,7 @@ def estimate_html(e: Estimate) -> str:
     head = [("model", e.model), ("quantization", f"{e.quant} ({e.bits_per_weight:.3g} bits/weight, "
                                                  f"{_si(e.weight_bytes, 'B')})"),
             ("device / engine", f"{e.device} / {e.engine}"),
+            ("attention", f"KV cache {e.kv_dtype}, flash attention {'on' if e.flash_attention else 'off'}"),
             ("workload", f"batch {e.batch:g}, prompt {e.prompt_tokens:g}, generate {e.gen_tokens:g}"
                          + (f", tensor parallel {e.tensor_parallel}" if e.tensor_parallel > 1 else ""))]
     def ival(lo: float, hi: float) -> str:

@@ -10,15 +10,24 @@ from typing import Any, Optional, Tuple, Type, Union
 PathLike = Union[str, "os.PathLike[str]"]
 
 
-def flag(value: Any, name: str, where: str, *, ints: bool = False) -> bool:
+def flag(value: Any, name: str, where: str, *, ints: bool = False,
+         allowed: str = "True or False") -> bool:
     """True/False (numpy's too; with ``ints`` also 1/0, as a table column holds them); a string such as 'false' is
     refused, not read as true."""
     t = type(value)
+    if value is None:
+        raise TypeError(f"{where}: {name} must be {allowed}, got None")
     if t is bool or (t.__module__ == "numpy" and t.__name__ in ("bool_", "bool")):  # numpy 2 calls it numpy.bool
         return bool(value)
     if ints and isinstance(value, int) and value in (0, 1):
         return bool(value)
-    raise TypeError(f"{where}: {name} must be True or False, got {value!r}")
+    raise TypeError(f"{where}: {name} must be {allowed}, got {value!r}")
+
+
+def optional_flag(value: Any, name: str, where: str, *, ints: bool = False) -> Optional[bool]:
+    """flag(), or None: the engine's default."""
+    return None if value is None else flag(value, name, where, ints=ints,
+                                           allowed="True, False or None (the engine's default)")
 
 
 def number(value: Any, name: str, where: str, *, allow_none: bool = False) -> Optional[float]:

@@ -7,6 +7,7 @@ import sys
 from typing import Any, Dict, List, Optional, Sequence
 
 import rooflinepy as rp
+from rooflinepy._cli_common import add_flash_attn, flash_attn
 from rooflinepy._cli_plot import add_plot_parsers as _add_plot_parsers
 from rooflinepy.sweep import _add_sweep_parser
 
@@ -343,7 +344,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
             for depth in depths:
                 for kind, p, n in tests:
                     e = rp.estimate(model=m, quant=q, device=device, prompt_tokens=p, gen_tokens=n, batch=b,
-                                    kv_dtype=args.kv_dtype, flash_attention=args.flash_attn, engine=args.engine,
+                                    kv_dtype=args.kv_dtype, flash_attention=flash_attn(args.flash_attn), engine=args.engine,
                                     tensor_parallel=args.tensor_parallel, context_tokens=depth,
                                     ubatch_tokens=ubatch)
                     if kind == "pp":
@@ -370,7 +371,9 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     text = _table(rows, header)
     if data:
         text += (f"\n\ndecode ceiling (bandwidth / weight bytes a step reads) for the first row: "
-                 f"{data[0]['ceilings']['decode_weights_tokens_per_s']:.1f} tokens/s; engine {data[0]['engine']}; "
+                 f"{data[0]['ceilings']['decode_weights_tokens_per_s']:.1f} tokens/s; engine {data[0]['engine']}, "
+                 f"flash attention {'on' if data[0]['flash_attention'] else 'off'}"
+                 f"{' (its default)' if flash_attn(args.flash_attn) is None else ''}; "
                  f"interval: the engine's cross-validated prediction interval (engine_db prediction_interval)")
     _emit(args, data, text)
     return 0
@@ -546,7 +549,11 @@ def cmd_engines(args: argparse.Namespace) -> int:
                  ("fused_qkv", str(b.fused_qkv)), ("logits_last_token_only", str(b.logits_last_token_only)),
                  ("runtime_overhead_GB", f"{b.runtime_overhead_bytes / 1e9:g}"), ("all_reduce", b.all_reduce),
                  ("collective_step_latency_us", f"{b.collective_step_latency_s * 1e6:g}"),
-                 ("vocab_parallel", str(b.vocab_parallel))]
+                 ("vocab_parallel", str(b.vocab_parallel)),
+                 ("bandwidth_fraction", f"{b.bandwidth_fraction:g}"),
+                 ("prefill_ubatch_tokens", f"{b.prefill_ubatch_tokens:g}"),
+                 ("flash_attention_version", str(b.flash_attention_version)),
+                 ("flash_attention_default", str(b.flash_attention_default))]
         lines.append(_table([[k, v, src.get(k, ("", ""))[0]] for k, v in props], ["property", "value", "source"]))
         krows = [[k.name, ",".join(k.weights), "-" if k.max_rows == float("inf") else f"{k.max_rows:g}", k.unit,
                   k.compute, f"{k.tile_m:g}x{k.tile_n:g}" if k.unit == "matrix" else "-",
@@ -580,7 +587,7 @@ def _add_inference_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentPar
     p.add_argument("-n", "--n-gen", dest="gen", default="128", help="generated tokens (tgN), comma-separated")
     p.add_argument("-b", "--batch", default="1", help="batch sizes, comma-separated")
     p.add_argument("--kv-dtype", default="f16", help="KV cache format: f16, bf16, fp8, q8_0, q4_0 ...")
-    p.add_argument("-fa", "--flash-attn", action="store_true", help="flash attention")
+    add_flash_attn(p)
     p.add_argument("-d", "--n-depth", default="0",
                    help="tokens already in the KV cache before each test, comma-separated (llama-bench -d)")
     p.add_argument("-ub", "--ubatch-size", default=None,

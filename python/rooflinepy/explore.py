@@ -56,7 +56,7 @@ class Explorer:
     (a PNG image) are the panels; ``widget`` is the whole box, which a notebook displays."""
 
     def __init__(self, model: ModelLike, quant: str, devices: Sequence[str], engine: str, batch: int,
-                 prompt_tokens: int, gen_tokens: int, context_tokens: int, kv_dtype: str, flash_attention: bool,
+                 prompt_tokens: int, gen_tokens: int, context_tokens: int, kv_dtype: str, flash_attention: Optional[bool],
                  ubatch_tokens: int, figure: bool, max_ops: int) -> None:
         w = _widgets()
         self._figure_enabled = figure
@@ -89,7 +89,9 @@ class Explorer:
                                         style=style),
             "engine": w.Dropdown(options=engine_options, value=engine, description="engine", style=style),
             "kv_dtype": w.Dropdown(options=kv_options, value=kv_dtype, description="KV cache", style=style),
-            "flash_attention": w.Checkbox(value=flash_attention, description="flash attention", indent=False),
+            "flash_attention": w.Dropdown(options=[("engine's default", "auto"), ("on", "on"), ("off", "off")],
+                                          value={None: "auto", True: "on", False: "off"}[flash_attention],
+                                          description="flash attention"),
         }
         ints = {"batch": batch, "prompt_tokens": prompt_tokens, "gen_tokens": gen_tokens,
                 "context_tokens": context_tokens, "ubatch_tokens": ubatch_tokens}
@@ -131,7 +133,8 @@ class Explorer:
         ub = int(c["ubatch_tokens"].value)
         return {"model": self._model_value(), "quant": c["quant"].value, "devices": list(c["devices"].value),
                 "engine": c["engine"].value, "kv_dtype": c["kv_dtype"].value,
-                "flash_attention": bool(c["flash_attention"].value), "batch": int(c["batch"].value),
+                "flash_attention": {"auto": None, "on": True, "off": False}[c["flash_attention"].value],
+                "batch": int(c["batch"].value),
                 "prompt_tokens": int(c["prompt_tokens"].value), "gen_tokens": int(c["gen_tokens"].value),
                 "context_tokens": int(c["context_tokens"].value), "ubatch_tokens": ub if ub > 0 else None}
 
@@ -215,7 +218,7 @@ def _device_id(name: str) -> str:
 def explore(model: ModelLike = "llama-3.1-8b", quant: str = "Q4_K_M",
             devices: Union[str, Sequence[str]] = ("m4-pro", "rtx-4090"), *, engine: str = "llama.cpp",
             batch: int = 1, prompt_tokens: int = 512, gen_tokens: int = 128, context_tokens: int = 0,
-            kv_dtype: str = "f16", flash_attention: bool = False, ubatch_tokens: int = 0, figure: bool = True,
+            kv_dtype: str = "f16", flash_attention: Optional[bool] = None, ubatch_tokens: int = 0, figure: bool = True,
             max_ops: int = 6) -> Explorer:
     """An interactive explorer of ``rp.estimate`` for Jupyter (needs ipywidgets: ``pip install
     'rooflinepy[explore]'``): the controls start at these values; display the result in a notebook cell.
@@ -228,7 +231,7 @@ def explore(model: ModelLike = "llama-3.1-8b", quant: str = "Q4_K_M",
     if not isinstance(devices, (list, tuple)) or not all(isinstance(d, str) for d in devices):
         raise TypeError(f"explore: devices must be device ids (a list of str, or one comma-separated str), "
                         f"got {devices!r}")
-    _v.flag(flash_attention, "flash_attention", "explore")
+    _v.optional_flag(flash_attention, "flash_attention", "explore")
     _v.flag(figure, "figure", "explore")
     if isinstance(max_ops, bool) or not isinstance(max_ops, int) or not 1 <= max_ops <= 64:
         raise ValueError(f"explore: max_ops must be an integer in [1, 64], got {max_ops!r}")

@@ -363,7 +363,7 @@ def _device(d: DeviceLike) -> Device:
     return _lookup_device(d)
 
 
-def _plan(m: Model, dev: Device, quant: str, kv_dtype: str, flash_attention: bool, engine: str,
+def _plan(m: Model, dev: Device, quant: str, kv_dtype: str, flash_attention: Optional[bool], engine: str,
           tensor_parallel: int, ubatch_tokens: float = 0) -> _core.EstimatePlan:
     """The core's EstimatePlan for a configuration, built once and kept."""
     cm, cd = m._core, dev._core
@@ -379,7 +379,7 @@ def _plan(m: Model, dev: Device, quant: str, kv_dtype: str, flash_attention: boo
 
 
 def estimate(model: ModelLike, quant: str, device: DeviceLike, prompt_tokens: int = 512, gen_tokens: int = 128,
-             batch: int = 1, kv_dtype: str = "f16", flash_attention: bool = False, engine: str = "llama.cpp",
+             batch: int = 1, kv_dtype: str = "f16", flash_attention: Optional[bool] = None, engine: str = "llama.cpp",
              tensor_parallel: int = 1, draft_model: Optional[ModelLike] = None, draft_quant: Optional[str] = None,
              draft_tokens: int = 0, acceptance: float = 0.0, context_tokens: int = 0,
              ubatch_tokens: Optional[int] = None) -> Estimate:
@@ -390,11 +390,13 @@ def estimate(model: ModelLike, quant: str, device: DeviceLike, prompt_tokens: in
     in micro-batches of ``ubatch_tokens`` (llama.cpp's ``-ub``; None: the engine's default, the whole prompt for
     engines without micro-batches). Decode runs ``gen_tokens`` steps at contexts context+prompt+1 ...
     context+prompt+gen, summed in closed form. ``draft_model`` with ``draft_tokens`` (γ) and ``acceptance`` (α)
-    turns on speculative decoding.
+    turns on speculative decoding. ``flash_attention`` None runs what the engine runs when not told
+    (``rp.engine(engine).backend(...).flash_attention_default``: llama-bench's ``-fa auto``, on where the backend has
+    the kernels); True / False force it; the estimate's ``flash_attention`` says which ran.
     """
     # the common call (names, plain numbers, the default micro-batch) passes every check below: tested by type alone
     if not (type(model) is str and type(device) is str and type(quant) is str and type(kv_dtype) is str
-            and type(engine) is str and type(flash_attention) is bool and type(batch) in _REAL
+            and type(engine) is str and (flash_attention is None or type(flash_attention) is bool) and type(batch) in _REAL
             and type(prompt_tokens) in _REAL and type(gen_tokens) in _REAL and type(context_tokens) in _REAL
             and type(draft_tokens) in _REAL and type(acceptance) in _REAL and ubatch_tokens is None
             and type(tensor_parallel) is int and 1 <= tensor_parallel <= 1024):
@@ -404,7 +406,7 @@ def estimate(model: ModelLike, quant: str, device: DeviceLike, prompt_tokens: in
         _v.text(quant, "quant", where)
         _v.text(kv_dtype, "kv_dtype", where)
         _v.text(engine, "engine", where)
-        flash_attention = _v.flag(flash_attention, "flash_attention", where)
+        flash_attention = _v.optional_flag(flash_attention, "flash_attention", where)
         for name, value in (("batch", batch), ("prompt_tokens", prompt_tokens), ("gen_tokens", gen_tokens),
                             ("context_tokens", context_tokens), ("draft_tokens", draft_tokens),
                             ("acceptance", acceptance)):
@@ -464,28 +466,34 @@ def _parse_test(test: str) -> Tuple[int, int]:
 @overload
 def calibrate_from_measurements(device: DeviceLike, measurements: Iterable[Mapping[str, Any]],
                                 engine: str = ..., kv_dtype: str = ...,
-                                return_report: Literal[False] = ...) -> Device: ...
+                                return_report: Literal[False] = ..., *,
+                                flash_attention: Optional[bool] = ...) -> Device: ...
 
 
 @overload
 def calibrate_from_measurements(device: DeviceLike, measurements: Iterable[Mapping[str, Any]],
                                 engine: str = ..., kv_dtype: str = ..., *,
-                                return_report: Literal[True]) -> Tuple[Device, FitReport]: ...
+                                return_report: Literal[True],
+                                flash_attention: Optional[bool] = ...) -> Tuple[Device, FitReport]: ...
 
 
 @overload
 def calibrate_from_measurements(device: DeviceLike, measurements: Iterable[Mapping[str, Any]],
                                 engine: str = ..., kv_dtype: str = ...,
-                                return_report: bool = ...) -> Union[Device, Tuple[Device, FitReport]]: ...
+                                return_report: bool = ..., *,
+                                flash_attention: Optional[bool] = ...) -> Union[Device, Tuple[Device, FitReport]]: ...
 
 
 def calibrate_from_measurements(device: DeviceLike, measurements: Iterable[Mapping[str, Any]],
                                 engine: str = "llama.cpp", kv_dtype: str = "f16",
-                                return_report: bool = False) -> Union[Device, Tuple[Device, FitReport]]:
+                                return_report: bool = False, *,
+                                flash_attention: Optional[bool] = None) -> Union[Device, Tuple[Device, FitReport]]:
     """Fit the device's efficiency (achievable DRAM fraction, compute fraction, launch overhead) to measured
     tokens/s by least squares in the core. Each measurement: {"model", "quant", "test" (pp512 / tg128) or
-    "prompt_tokens"/"gen_tokens", "tokens_per_s", optional "batch"}. Returns the calibrated Device (and the
-    fit report with residuals when ``return_report``)."""
+    "prompt_tokens"/"gen_tokens", "tokens_per_s", optional "batch"}; ``flash_attention``: whether the runs had it
+    on (None: the engine's default, as llama-bench's -fa auto). Returns the calibrated Device (and the fit report
+    with residuals when ``return_report``)."""
+    _v.optional_flag(flash_attention, "flash_attention", "calibrate_from_measurements")
     def number(i: int, meas: Mapping[str, Any], key: str, default: Any = None) -> float:
         value = meas.get(key, default)
         try:
@@ -509,5 +517,5 @@ def calibrate_from_measurements(device: DeviceLike, measurements: Iterable[Mappi
         label = f"{m.id} {meas['quant']} {meas.get('test', f'p{prompt:g}+g{gen:g}')}"
         points.append((m._core, str(meas["quant"]), number(i, meas, "batch", 1), float(prompt), float(gen),
                        number(i, meas, "tokens_per_s"), label))
-    dev, report = _core.calibrate_efficiency(_device(device)._core, points, engine, kv_dtype)
+    dev, report = _core.calibrate_efficiency(_device(device)._core, points, engine, kv_dtype, flash_attention)
     return (Device(dev), FitReport(report)) if return_report else Device(dev)

@@ -566,7 +566,7 @@ def _measured_lookup(measured: Any) -> Dict[Tuple[str, str, str], float]:
 def tokens_per_second(model: Any = "qwen3-4b", quants: Sequence[str] = ("BF16", "Q8_0", "Q4_K_M"),
                       devices: Union[DeviceLike, Sequence[DeviceLike]] = ("m4-pro",), *, prompt_tokens: int = 512,
                       gen_tokens: int = 128, measured: Any = None, engine: str = "llama.cpp",
-                      kv_dtype: str = "f16", flash_attention: bool = False, title: Optional[str] = None,
+                      kv_dtype: str = "f16", flash_attention: Optional[bool] = None, title: Optional[str] = None,
                       ax: Any = None) -> Figure:
     """Estimated decode (tg) and prefill (pp) tokens/s per quantization and device, llama-bench style.
 
@@ -781,7 +781,7 @@ def kv_cache(model: Any = "llama-3.1-8b",
 def batching(model: Any = "llama-3.1-8b", device: DeviceLike = "h100-sxm", *, quant: str = "BF16",
              batches: Sequence[int] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024),
              contexts: Sequence[int] = (128, 2048), dtype: str = "fp16", engine: str = "cuda-graphs",
-             kv_dtype: str = "f16", flash_attention: bool = True, title: Optional[str] = None, ax: Any = None
+             kv_dtype: str = "f16", flash_attention: Optional[bool] = None, title: Optional[str] = None, ax: Any = None
              ) -> Figure:
     """Decode arithmetic intensity and tokens/s vs batch, and where decode crosses the ridge point.
 

@@ -15,6 +15,7 @@ from typing import (TYPE_CHECKING, Any, Callable, Dict, Hashable, Iterable, Iter
 
 from . import _core
 from . import _validate as _v
+from ._cli_common import add_flash_attn, flash_attn_axis
 from ._device import Device
 from .inference import Model, _device, _plan
 from .inference import model as _model
@@ -106,8 +107,10 @@ def _threads(threads: Any) -> int:
 
 
 def _flag(v: Any, what: str) -> int:
-    """A yes/no axis value as the core's 0/1: True/False or 1/0 (a points table's column)."""
-    return int(_v.flag(v, f"'{what}' values", "sweep", ints=True))
+    """A yes/no axis value as the core's 0/1: True/False or 1/0 (a points table's column); None as -1, the
+    engine's default (flash attention)."""
+    return -1 if v is None else int(_v.flag(v, f"'{what}' values", "sweep", ints=True,
+                                            allowed="True, False or None (the engine's default)"))
 
 
 def _engine_name(name: str) -> str:
@@ -183,7 +186,7 @@ def _frame(table: Dict[str, Any], axes: _Axes) -> pd.DataFrame:
 
 
 def sweep(models: Any = None, quants: Any = None, devices: Any = None, batch: Any = 1, prompt_tokens: Any = 512,
-          gen_tokens: Any = 128, kv_dtype: Any = "f16", flash_attention: Any = False, engine: Any = "llama.cpp",
+          gen_tokens: Any = 128, kv_dtype: Any = "f16", flash_attention: Any = None, engine: Any = "llama.cpp",
           tensor_parallel: Any = 1, *, context_tokens: Any = 0, ubatch_tokens: Any = None, points: Any = None,
           threads: Optional[int] = None, skip_invalid: bool = False, output: Any = None,
           chunk_rows: int = CHUNK_ROWS) -> Any:
@@ -225,7 +228,7 @@ def sweep(models: Any = None, quants: Any = None, devices: Any = None, batch: An
 
 
 def sweep_chunks(models: Any = None, quants: Any = None, devices: Any = None, batch: Any = 1,
-                 prompt_tokens: Any = 512, gen_tokens: Any = 128, kv_dtype: Any = "f16", flash_attention: Any = False,
+                 prompt_tokens: Any = 512, gen_tokens: Any = 128, kv_dtype: Any = "f16", flash_attention: Any = None,
                  engine: Any = "llama.cpp", tensor_parallel: Any = 1, *, context_tokens: Any = 0,
                  ubatch_tokens: Any = None, points: Any = None, threads: Optional[int] = None,
                  skip_invalid: bool = False, chunk_rows: int = CHUNK_ROWS) -> Iterator[pd.DataFrame]:
@@ -519,7 +522,7 @@ def _answer(d: Mapping[str, Any]) -> BatchAnswer:
 
 def max_batch(model: Any, quant: str, device: Any, tpot_ms: Optional[float] = None, prompt_tokens: int = 512,
               gen_tokens: int = 128, ttft_ms: Optional[float] = None, kv_dtype: str = "f16",
-              flash_attention: bool = False, engine: str = "llama.cpp", tensor_parallel: int = 1) -> BatchAnswer:
+              flash_attention: Optional[bool] = None, engine: str = "llama.cpp", tensor_parallel: int = 1) -> BatchAnswer:
     """The largest batch that fits in memory and meets the time-per-output-token target ``tpot_ms`` (decode time /
     generated tokens, per sequence) and, if given, the time-to-first-token target ``ttft_ms``. With no target: the
     largest batch that fits. Bisection in the core (memory and time per token grow with the batch), verified at the
@@ -528,6 +531,7 @@ def max_batch(model: Any, quant: str, device: Any, tpot_ms: Optional[float] = No
     may meet the target again, so the answer is a boundary, not always the global largest. Never raises for an unmet
     target: ``feasible`` is False and ``reason`` says why."""
     tpot_s, ttft_s = _ms(tpot_ms, "tpot_ms"), _ms(ttft_ms, "ttft_ms")
+    flash_attention = _v.optional_flag(flash_attention, "flash_attention", "max_batch")
     m, dev = _model(model), _device(device)
     if _core.is_serving_engine(engine, dev._core):  # continuous batching: the most clients within the targets
         from .serving import _plan as _serving_plan
@@ -542,7 +546,7 @@ def max_batch(model: Any, quant: str, device: Any, tpot_ms: Optional[float] = No
 def cheapest(model: Any, target_tokens_per_s: float, price_per_hour: Mapping[str, float], devices: Any = None,
              quant: Any = "Q4_K_M", counts: Optional[Sequence[int]] = None, prompt_tokens: int = 512,
              gen_tokens: int = 128, tpot_ms: Optional[float] = None, ttft_ms: Optional[float] = None,
-             kv_dtype: str = "f16", flash_attention: bool = False, engine: str = "llama.cpp", replicas: bool = False
+             kv_dtype: str = "f16", flash_attention: Optional[bool] = None, engine: str = "llama.cpp", replicas: bool = False
              ) -> pd.DataFrame:
     """Deployments of ``model`` that serve ``target_tokens_per_s`` generated tokens per second, cheapest first.
 
@@ -590,7 +594,8 @@ def cheapest(model: Any, target_tokens_per_s: float, price_per_hour: Mapping[str
     quants = _unique([str(x) for x in _list(quant, "quant")], lambda x: x)
     rows = _core.cheapest_deployments(m._core, [d._core for d in devs], [prices[d.id] for d in devs], quants,
                                       count_list, float(prompt_tokens), float(gen_tokens), target, tpot_s, ttft_s,
-                                      kv_dtype, bool(flash_attention), engine, bool(replicas))
+                                      kv_dtype, _v.optional_flag(flash_attention, "flash_attention", "cheapest"), engine,
+                                      bool(replicas))
     columns = ["device", "count", "quant", "feasible", "batch", "replicas", "tokens_per_s", "capacity_tokens_per_s",
                "tpot_ms", "ttft_ms", "cost_per_hour", "cost_per_million_tokens", "cost_per_million_tokens_at_capacity",
                "reason"]
@@ -690,7 +695,7 @@ def _cli_sweep(args: argparse.Namespace) -> int:
     from . import devices as all_devices
 
     names = all_devices() if args.devices.strip().lower() == "all" else _cli_names(args.devices)
-    flash = {"off": [False], "on": [True], "both": [False, True]}[args.flash_attn]
+    flash = flash_attn_axis(args.flash_attn)
     import pandas  # noqa: F401 - imported, the catalogue and the database loaded, before the clock starts
 
     if args.rows < 0:
@@ -758,7 +763,7 @@ def _add_sweep_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument("-p", "--n-prompt", dest="prompt", default="512", help="prompt lengths")
     p.add_argument("-n", "--n-gen", dest="gen", default="128", help="generated tokens")
     p.add_argument("--kv-dtype", default="f16", help="KV cache formats, comma-separated")
-    p.add_argument("-fa", "--flash-attn", choices=["off", "on", "both"], default="off", help="flash attention")
+    add_flash_attn(p, both=True)
     p.add_argument("--engine", default="llama.cpp", help="engines, comma-separated (rooflinepy engines lists them)")
     p.add_argument("-tp", "--tensor-parallel", default="1", help="tensor-parallel degrees")
     p.add_argument("--context", default="0", help="tokens already in the KV cache before each prompt (llama-bench -d)")

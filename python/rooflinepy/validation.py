@@ -318,12 +318,13 @@ def one_shot_calibration(table: str = "llamacpp_metal_llama2_7b", engine: str = 
             continue
         ref = q[reference]
         cal = calibrate_from_measurements(dev, [{"model": ref["model"], "quant": reference, "test": test,
-                                                 "tokens_per_s": ref["measured_tokens_per_s"]}], engine=engine)
+                                                 "tokens_per_s": ref["measured_tokens_per_s"]}], engine=engine,
+                                          flash_attention=bool(ref["flash_attention"]))
         for quant, p in q.items():
             if quant == reference:
                 continue
             e = estimate(model=p["model"], quant=quant, device=cal, prompt_tokens=p["prompt_tokens"],
-                         gen_tokens=p["gen_tokens"], engine=engine)
+                         gen_tokens=p["gen_tokens"], engine=engine, flash_attention=bool(p["flash_attention"]))
             y = e.decode_tokens_per_s if p["gen_tokens"] > 0 else e.prefill_tokens_per_s
             rows.append({"table": table, "device": dev, "quant": quant, "measured": p["measured_tokens_per_s"],
                          "predicted": y, "error": y / p["measured_tokens_per_s"] - 1})

@@ -22,6 +22,7 @@ TEST_CASE("calibration recovers efficiencies from synthetic measurements") {
     for (const char* q : {"BF16", "Q8_0", "Q4_K_M"}) {
         Workload pp;
         pp.quant = q;
+        pp.flash_attention_from_engine = true;  // measured as the engine runs when not told, as calibration reads them
         pp.prompt_tokens = 512;
         pp.gen_tokens = 0;
         Workload tg = pp;

@@ -54,6 +54,7 @@ const char* const kTinyEngine = R"({
       "op_kernels": {"value": {}, "source": "made up"},
       "prefill_ubatch_tokens": {"value": 0, "source": "made up"},
       "flash_attention_version": {"value": 2, "source": "made up"},
+      "flash_attention_default": {"value": false, "source": "made up"},
       "decode_attention_per_query_head": {"value": false, "source": "made up"},
       "decode_attention_alu_ops_per_mac": {"value": 0, "source": "made up"},
       "attention_score_bytes": {"value": 0, "source": "made up"},
@@ -93,6 +94,7 @@ const char* const kFullEngine = R"({
       "op_kernels": {"value": {"rope": 2, "kv_append": 1}, "source": "s10"},
       "prefill_ubatch_tokens": {"value": 512, "source": "s11"},
       "flash_attention_version": {"value": 1, "source": "s12"},
+      "flash_attention_default": {"value": true, "source": "s12a"},
       "decode_attention_per_query_head": {"value": true, "source": "s12b"},
       "decode_attention_alu_ops_per_mac": {"value": 5.3, "source": "s12c"},
       "attention_score_bytes": {"value": 24, "source": "s13"},
@@ -111,6 +113,7 @@ const std::vector<std::string> kProperties = {"kernel_fixed_cost_scale", "activa
                                               "custom_all_reduce_max_bytes", "custom_all_reduce_max_hidden",
                                               "vocab_parallel", "bandwidth_fraction",
                                               "op_kernels", "prefill_ubatch_tokens", "flash_attention_version",
+                                              "flash_attention_default",
                                               "decode_attention_per_query_head", "decode_attention_alu_ops_per_mac", "attention_score_bytes",
                                               "prediction_interval"};
 
@@ -144,6 +147,7 @@ void check_same_backend(const EngineBackend& a, const EngineBackend& b) {
     CHECK(a.op_kernels == b.op_kernels);
     CHECK(a.prefill_ubatch_tokens == b.prefill_ubatch_tokens);
     CHECK(a.flash_attention_version == b.flash_attention_version);
+    CHECK(a.flash_attention_default == b.flash_attention_default);
     CHECK(a.decode_attention_per_query_head == b.decode_attention_per_query_head);
     CHECK(a.decode_attention_alu_ops_per_mac == b.decode_attention_alu_ops_per_mac);
     CHECK(a.attention_format == b.attention_format);

@@ -338,3 +338,43 @@ TEST_CASE("plan cache: a repeated sweep takes its plans from the cache, only for
         CHECK(owner.use_count() == 1);
     }
 }
+
+TEST_CASE("flash attention left to the engine: each backend's default, resolved in the plan and in sweeps") {
+    const DeviceDB& db = sweep_db();
+    const Model llama = sweep_model("llama-3.1-8b");
+    const Device &h100 = db.get("h100-sxm"), &m2 = db.get("m2-max-38c");
+    auto plan = [&](const Device& d, const std::string& engine, bool from_engine, bool flash) {
+        PlanConfig c{"Q4_K_M", "f16", flash, engine, 1};
+        c.flash_attention_from_engine = from_engine;
+        return EstimatePlan(llama, d, c);
+    };
+    // llama.cpp runs llama-bench's -fa auto: on; the #4167 builds' Metal engine ran it off
+    CHECK(plan(h100, "llama.cpp", true, false).config().flash_attention);
+    CHECK_FALSE(plan(m2, "llama.cpp-metal-2023", true, true).config().flash_attention);
+    // the default decides only when asked for; the resolved plan equals the explicit one, bit for bit
+    CHECK_FALSE(plan(h100, "llama.cpp", false, false).config().flash_attention);
+    const EstimateRow by_default = plan(h100, "llama.cpp", true, false).evaluate(1, 8192, 128, 16384, nullptr);
+    const EstimateRow explicit_on = plan(h100, "llama.cpp", false, true).evaluate(1, 8192, 128, 16384, nullptr);
+    CHECK(same_bits(by_default.prefill_s, explicit_on.prefill_s));
+    CHECK(same_bits(by_default.decode_s, explicit_on.decode_s));
+    // a sweep's -1 is the engine's default per configuration; the table says what ran
+    SweepAxes a;
+    a.models = {&llama};
+    a.quants = {"Q4_0"};
+    a.devices = {&h100, &m2};
+    a.engines = {"llama.cpp", "llama.cpp-metal-2023"};
+    a.flash_attention = {-1};
+    a.batch = {1};
+    a.prompt_tokens = {512};
+    a.gen_tokens = {128};
+    SweepOptions skip;
+    skip.skip_invalid = true;  // the 2023 Metal engine runs on Apple GPUs only
+    const SweepTable t = sweep(a, skip);
+    REQUIRE(t.rows == 3);
+    for (std::size_t r = 0; r < t.rows; ++r) {
+        const bool metal_2023 = a.engines[static_cast<std::size_t>(t.engine[r])] == "llama.cpp-metal-2023";
+        CHECK(t.flash_attention[r] == (metal_2023 ? 0 : 1));
+    }
+    a.flash_attention = {2};
+    CHECK_THROWS_WITH_AS(sweep(a), doctest::Contains("flash_attention values must be 0, 1 or -1"), InvalidArgument);
+}

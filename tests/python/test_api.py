@@ -181,7 +181,7 @@ def test_estimate_checks_arguments_the_fast_path_lets_through_to_the_full_checks
     kw = dict(model="llama-3.1-8b", quant="Q4_K_M", device="h100-sxm")
     with pytest.raises(TypeError, match="estimate: batch must be a number"):
         rp.estimate(**kw, batch="8")
-    with pytest.raises(TypeError, match="estimate: flash_attention must be True or False"):
+    with pytest.raises(TypeError, match=r"estimate: flash_attention must be True, False or None \(the engine's default\)"):
         rp.estimate(**kw, flash_attention="false")
     with pytest.raises(ValueError, match="tensor_parallel must be a whole number within"):
         rp.estimate(**kw, tensor_parallel=0)

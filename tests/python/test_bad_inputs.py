@@ -559,9 +559,9 @@ case("sweep chunk of no rows", ValueError, "chunk_rows must be a whole number wi
 case("sweep threads 2**40", ValueError, "threads must be within [1, 1024]", "1099511627776")(
     lambda t: rp.sweep(**SWEEP_BASE, threads=2**40))
 # silent wrong answers: refused, each naming what was wrong
-case("sweep flash_attention as a string", TypeError, "'flash_attention' values must be True or False", "'false'")(
+case("sweep flash_attention as a string", TypeError, "'flash_attention' values must be True, False or None (the engine's default)", "'false'")(
     lambda t: rp.sweep(**SWEEP_BASE, flash_attention="false"))
-case("estimate flash_attention as a string", TypeError, "flash_attention must be True or False", "'false'")(
+case("estimate flash_attention as a string", TypeError, "flash_attention must be True, False or None (the engine's default)", "'false'")(
     lambda t: rp.estimate("qwen3-4b", "Q4_0", "rtx-4090", flash_attention="false"))
 case("measurement of 1e300 tok/s", ValueError, "tokens_per_s 1e+300", "pure roofline", "at most 1.5x")(
     lambda t: rp.calibrate_from_measurements("m1-max-32c", tg(1e300)))

@@ -31,7 +31,7 @@ def test_each_control_change_is_one_new_estimate_with_the_new_value():
     ex = rp.explore(devices=["rtx-4090"], figure=False)
     before = ex.updates
     changes = {"batch": 8, "prompt_tokens": 2048, "gen_tokens": 256, "context_tokens": 4096, "ubatch_tokens": 256,
-               "flash_attention": True, "kv_dtype": "q8_0", "quant": "Q8_0", "model": "qwen3-4b"}
+               "flash_attention": "on", "kv_dtype": "q8_0", "quant": "Q8_0", "model": "qwen3-4b"}
     for name, value in changes.items():
         ex.controls[name].value = value
         v = ex.values()
@@ -104,7 +104,7 @@ def test_the_figure_is_the_roofline_of_the_first_device_with_its_ops_and_follows
     ({"devices": [5]}, TypeError, "devices must be device ids"),
     ({"engine": "vlm"}, KeyError, "engine"),
     ({"kv_dtype": "q9"}, KeyError, "kv_dtype"),
-    ({"flash_attention": "yes"}, TypeError, "flash_attention must be True or False"),
+    ({"flash_attention": "yes"}, TypeError, "flash_attention must be True, False or None (the engine's default)"),
     ({"max_ops": 0}, ValueError, "max_ops"),
     ({"model": 3}, TypeError, "model must be a catalogue id or a Model"),
     ({"model": "llama-9"}, KeyError, "llama-9"),

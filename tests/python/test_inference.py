@@ -120,6 +120,21 @@ def test_calibrate_from_measurements_example():
                                                        "tokens_per_s": 3}])
 
 
+def test_calibrate_from_measurements_fits_the_runs_as_they_ran_flash_attention():
+    """A long prompt measured with flash attention off fits a device that reproduces it with it off; the same number
+    read as a run with it on fits another; None takes the engine's default (llama.cpp: on)."""
+    meas = [{"model": "llama-2-7b", "quant": "Q4_0", "test": "pp4096", "tokens_per_s": 300.0}]
+    kw = dict(model="llama-2-7b", quant="Q4_0", prompt_tokens=4096, gen_tokens=0)
+    fitted = {}
+    for fa in (False, True, None):
+        cal = rp.calibrate_from_measurements("m1-max-32c", meas, flash_attention=fa)
+        assert rp.estimate(device=cal, flash_attention=fa, **kw).prefill_tokens_per_s == pytest.approx(300, rel=0.02)
+        fitted[fa] = cal.efficiency["compute_fraction"]
+    assert fitted[None] == fitted[True] != fitted[False]
+    with pytest.raises(TypeError, match="calibrate_from_measurements: flash_attention must be True, False or None"):
+        rp.calibrate_from_measurements("m1-max-32c", meas, flash_attention="off")
+
+
 def test_speculative_and_tensor_parallel():
     base = dict(model="llama-3.1-8b", quant="bf16", device="h100-sxm", prompt_tokens=128, gen_tokens=128,
                 engine="cuda-graphs")

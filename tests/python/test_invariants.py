@@ -184,6 +184,7 @@ def test_a_larger_gemm_never_runs_faster(dev_id, m, n, k, extra_k, dtype, ideal)
 def profile_for(dev, factors):
     """A GPU/CPU profile that measures `dev`'s DRAM bandwidth and every matrix peak at datasheet × factor."""
     kind = "cpu" if dev.kind == "cpu" else "gpu"
+    sram = next(m for m in dev.memory_levels() if m["level"] == "sram")  # as the runtime reports it
     ms = []
     bw = dev.bandwidth("dram") * factors[0]
     ms.append({"ceiling": "bandwidth", "level": "dram", "kernel": "copy", "repetitions": 5, "si_unit": "B/s",
@@ -198,7 +199,8 @@ def profile_for(dev, factors):
     return {"schema_version": 1, "kind": "rooflinepy-calibration-profile", "date": "2025-06-01T12:00:00Z",
             "tool": {"name": "hypothesis", "version": "1"},
             "device": {"name": dev.name, "vendor": dev.vendor, "kind": kind, "sm_count": dev.compute_units,
-                       "threads": dev.compute_units, "clock_MHz": 1000, "memory_bytes": dev.capacity("dram")},
+                       "threads": dev.compute_units, "clock_MHz": 1000, "memory_bytes": dev.capacity("dram"),
+                       "shared_memory_per_unit_bytes": sram["per_unit"]},
             "measurements": ms}
 
 
@@ -232,3 +234,12 @@ def test_a_device_from_a_profile_gives_finite_estimates(dev_id, fs):
     dev = rp.device_from_profile(profile_for(rp.device(dev_id), fs))
     e = rp.estimate("qwen3-0.6b", "Q8_0", dev, prompt_tokens=64, gen_tokens=8)
     assert_finite_nonnegative(e.to_dict())
+
+
+def test_a_profile_without_shared_memory_names_what_flash_attention_needs():
+    p = profile_for(rp.device("rtx-4090"), [1.0, 1.0])
+    del p["device"]["shared_memory_per_unit_bytes"]
+    dev = rp.device_from_profile(p)
+    with pytest.raises(KeyError, match="shared_memory_per_unit_bytes.*or estimate without flash attention"):
+        rp.estimate("qwen3-0.6b", "Q8_0", dev)  # llama.cpp runs flash attention unless told not to
+    assert rp.estimate("qwen3-0.6b", "Q8_0", dev, flash_attention=False).decode_tokens_per_s > 0

@@ -354,7 +354,7 @@ def test_a_sweep_too_large_for_memory_points_to_streaming_before_estimating_anyt
     ({"threads": "4"}, TypeError, "threads must be a whole number"),
     ({"devices": [5]}, TypeError, "'devices' values must be device ids or Devices, got 5"),
     ({"quants": [None]}, TypeError, "'quants' values must be names"),
-    ({"flash_attention": "false"}, TypeError, "'flash_attention' values must be True or False, got 'false'"),
+    ({"flash_attention": "false"}, TypeError, "'flash_attention' values must be True, False or None (the engine's default), got 'false'"),
 ])
 def test_bad_sweep_arguments_name_the_parameter(kwargs, exc, words):
     args = {**dict(models=["qwen3-4b"], quants=["Q4_0"], devices=["rtx-4090"]), **kwargs}

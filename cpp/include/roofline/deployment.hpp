@@ -22,6 +22,7 @@ struct DeploymentRequest {
     double tpot_s = 0, ttft_s = 0;        ///< latency targets; <= 0: none
     std::string kv_dtype = "f16";
     bool flash_attention = false;
+    bool flash_attention_from_engine = false;  ///< ignore flash_attention: the engine's default (PlanConfig)
     std::string engine = "llama.cpp";
     bool replicas = false;                ///< run several copies (data parallel) when one cannot reach the target
 };

@@ -5,6 +5,7 @@
 #include "roofline/device.hpp"
 #include "roofline/model.hpp"
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,8 +39,10 @@ inline constexpr double kMaxMeasuredOverRoofline = 1.5;
 /// to measured tokens/s by least squares (Eigen), each point weighted by its relative error, with a weak
 /// pull towards the current values so that parameters the data does not inform stay where they were. Each point's
 /// time is split by the ceiling that binds each of its ops at the current parameters (CeilingTimes::bound).
-/// Returns the calibrated device; `report` (when given) gets the residuals.
+/// The points ran with `flash_attention` on or off; std::nullopt: as the engine runs unless told
+/// (EngineBackend::flash_attention_default). Returns the calibrated device; `report` (when given) gets the residuals.
 Device calibrate_efficiency(const Device& device, const std::vector<ThroughputMeasurement>& points, std::string_view engine,
-                            const std::string& kv_dtype = "f16", FitReport* report = nullptr);
+                            const std::string& kv_dtype = "f16", FitReport* report = nullptr,
+                            std::optional<bool> flash_attention = std::nullopt);
 
 }  // namespace roofline

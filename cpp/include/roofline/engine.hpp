@@ -154,6 +154,9 @@ struct EngineBackend {
     std::map<std::string, double> op_kernels;
     double prefill_ubatch_tokens = 0;        ///< a prompt runs in micro-batches of this many tokens (0: at once)
     int flash_attention_version = 2;         ///< 1: K/V blocks outermost (Q, O re-read per block); 2: Q blocks resident
+    /// Whether the engine runs attention as flash attention when its user does not say (llama-bench's -fa auto,
+    /// a serving engine's attention backend): what an estimate asks for unless it names flash_attention itself.
+    bool flash_attention_default = false;
     /// The decode attention kernel runs one thread block per query head, each loading its KV head's cache by itself:
     /// a GQA group's other query heads read it again from L2 and dequantize it again (ops::decode_attention's
     /// per_query_head); false: the group shares the loads (or L2 serves them at no cost)

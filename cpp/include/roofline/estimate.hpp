@@ -120,6 +120,7 @@ struct Workload {
     double gen_tokens = 128;
     std::string kv_dtype = "f16";
     bool flash_attention = false;
+    bool flash_attention_from_engine = false;  ///< ignore flash_attention: the engine's default (PlanConfig)
     std::string engine = "llama.cpp";
     int tensor_parallel = 1;
     double context_tokens = 0;  ///< tokens already in each sequence's cache (llama-bench -d)

@@ -27,6 +27,9 @@ struct PlanConfig {
     double ubatch_tokens = 0;  ///< prompt micro-batch (llama.cpp's -ub); 0: the engine's (EngineBackend::prefill_ubatch_tokens)
     /// The engine itself, when it is not (or not as it is) in engine_db: a fit's trial parameters. Overrides `engine`.
     std::shared_ptr<const Engine> engine_object;
+    /// flash_attention is the engine backend's default (EngineBackend::flash_attention_default), not the caller's:
+    /// a plan's structure resolves it for its backend, and its config() then holds the resolved value.
+    bool flash_attention_from_engine = false;
 
     PlanConfig() = default;
     PlanConfig(std::string quant_, std::string kv_dtype_, bool flash_attention_, std::string engine_,
@@ -36,8 +39,10 @@ struct PlanConfig {
           engine_object(std::move(engine_object_)) {}
     /// The plan configuration of a workload (its quant, KV dtype, FlashAttention, engine, TP and micro-batch).
     static PlanConfig of(const Workload& w, std::shared_ptr<const Engine> engine_object_ = nullptr) {
-        return PlanConfig(w.quant, w.kv_dtype, w.flash_attention, w.engine, w.tensor_parallel, w.ubatch_tokens,
-                          std::move(engine_object_));
+        PlanConfig c(w.quant, w.kv_dtype, w.flash_attention, w.engine, w.tensor_parallel, w.ubatch_tokens,
+                     std::move(engine_object_));
+        c.flash_attention_from_engine = w.flash_attention_from_engine;
+        return c;
     }
 };
 

@@ -59,7 +59,7 @@ struct SweepAxes {
     std::vector<const Device*> devices;
     std::vector<std::string> engines{"llama.cpp"};
     std::vector<std::string> kv_dtypes{"f16"};
-    std::vector<int> flash_attention{0};  ///< 0 or 1
+    std::vector<int> flash_attention{0};  ///< 0 or 1; -1: the engine's default (EngineBackend::flash_attention_default)
     std::vector<int> tensor_parallel{1};
     std::vector<double> ubatch_tokens{0};   ///< prompt micro-batches (0: the engine's)
     std::vector<double> batch{1}, prompt_tokens{512}, gen_tokens{128};
@@ -104,7 +104,7 @@ public:
         const Device* device = nullptr;
         const Engine* engine = nullptr;  ///< the engine object the plan is built with
         std::string quant, kv_dtype;
-        bool flash_attention = false;
+        int flash_attention = 0;  ///< the axis value: 0, 1 or -1 (the engine's default)
         int tensor_parallel = 1;
         double ubatch_tokens = 0;
         bool operator<(const Key& o) const;

@@ -50,7 +50,9 @@ FlashTiles flash_tiles(const Device& device, int version) {
     t.units = std::max(1.0, static_cast<double>(device.compute_units));
     if (!device.has_level(Level::sram) || !(device.level(Level::sram).per_unit_bytes > 0))
         throw NotFound("flash attention tiles in the SRAM of one compute unit; device '" + device.id +
-                       "' has no SRAM per compute unit in its data (hardware_db 'memory.sram.per_unit_KiB')");
+                       "' has no SRAM per compute unit in its data (hardware_db 'memory.sram.per_unit_KiB', a calibration "
+                       "profile's 'device.shared_memory_per_unit_bytes'); or estimate without flash attention "
+                       "(flash_attention off; engines such as llama.cpp turn it on by default)");
     t.sram_bytes = device.sram_per_unit_bytes();
     t.l2_bytes = device.has_level(Level::l2) ? device.capacity(Level::l2) : 0.0;
     return t;

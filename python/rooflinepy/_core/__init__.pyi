@@ -488,6 +488,11 @@ class EngineBackend:
     def decode_attention_per_query_head(self) -> bool:
         ...
     @property
+    def flash_attention_default(self) -> bool:
+        """
+        whether it runs flash attention unless told otherwise
+        """
+    @property
     def flash_attention_version(self) -> int:
         ...
     @property
@@ -809,7 +814,7 @@ class EstimatePlan:
     """
     A model × device × configuration ready to be estimated at any batch, prompt and generated tokens in O(1)
     """
-    def __init__(self, model: Model, device: Device, quant: str, kv_dtype: str = 'f16', flash_attention: bool = False, engine: str = 'llama.cpp', tensor_parallel: typing.SupportsFloat | typing.SupportsIndex = 1, ubatch_tokens: typing.SupportsFloat | typing.SupportsIndex = 0.0, engine_object: Engine = None) -> None:
+    def __init__(self, model: Model, device: Device, quant: str, kv_dtype: str = 'f16', flash_attention: bool | None = None, engine: str = 'llama.cpp', tensor_parallel: typing.SupportsFloat | typing.SupportsIndex = 1, ubatch_tokens: typing.SupportsFloat | typing.SupportsIndex = 0.0, engine_object: Engine = None) -> None:
         ...
     def __repr__(self) -> str:
         ...
@@ -1259,11 +1264,11 @@ def attainable_flops(device: Device, intensity: typing.SupportsFloat | typing.Su
     """
     The roof at an arithmetic intensity (FLOP/byte at `level`): min(peak, intensity x bandwidth), FLOP/s
     """
-def calibrate_efficiency(device: Device, points: collections.abc.Sequence[tuple[Model, str, typing.SupportsFloat | typing.SupportsIndex, typing.SupportsFloat | typing.SupportsIndex, typing.SupportsFloat | typing.SupportsIndex, typing.SupportsFloat | typing.SupportsIndex, str]], engine: str = 'llama.cpp', kv_dtype: str = 'f16') -> tuple[Device, FitReport]:
+def calibrate_efficiency(device: Device, points: collections.abc.Sequence[tuple[Model, str, typing.SupportsFloat | typing.SupportsIndex, typing.SupportsFloat | typing.SupportsIndex, typing.SupportsFloat | typing.SupportsIndex, typing.SupportsFloat | typing.SupportsIndex, str]], engine: str = 'llama.cpp', kv_dtype: str = 'f16', flash_attention: bool | None = None) -> tuple[Device, FitReport]:
     """
-    points: (model, quant, batch, prompt_tokens, gen_tokens, tokens_per_s, label); returns (device, FitReport)
+    flash_attention: None for the engine's default; points: (model, quant, batch, prompt_tokens, gen_tokens, tokens_per_s, label); returns (device, FitReport)
     """
-def cheapest_deployments(model: Model, devices: collections.abc.Sequence[Device], price_per_hour: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], quants: collections.abc.Sequence[str], counts: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], prompt_tokens: typing.SupportsFloat | typing.SupportsIndex, gen_tokens: typing.SupportsFloat | typing.SupportsIndex, target_tokens_per_s: typing.SupportsFloat | typing.SupportsIndex, tpot_s: typing.SupportsFloat | typing.SupportsIndex, ttft_s: typing.SupportsFloat | typing.SupportsIndex, kv_dtype: str, flash_attention: bool, engine: str, replicas: bool) -> list[Deployment]:
+def cheapest_deployments(model: Model, devices: collections.abc.Sequence[Device], price_per_hour: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], quants: collections.abc.Sequence[str], counts: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], prompt_tokens: typing.SupportsFloat | typing.SupportsIndex, gen_tokens: typing.SupportsFloat | typing.SupportsIndex, target_tokens_per_s: typing.SupportsFloat | typing.SupportsIndex, tpot_s: typing.SupportsFloat | typing.SupportsIndex, ttft_s: typing.SupportsFloat | typing.SupportsIndex, kv_dtype: str, flash_attention: bool | None, engine: str, replicas: bool) -> list[Deployment]:
     """
     Every (device, count, quant) candidate serving the target, cheapest first (deployment.hpp)
     """
@@ -1291,7 +1296,7 @@ def engine_parameter(engine: Engine, backend: str, key: str) -> float:
     """
     The value of a fit parameter of an engine backend
     """
-def estimate(model: Model, device: Device, quant: str, batch: typing.SupportsFloat | typing.SupportsIndex = 1.0, prompt_tokens: typing.SupportsFloat | typing.SupportsIndex = 512.0, gen_tokens: typing.SupportsFloat | typing.SupportsIndex = 128.0, kv_dtype: str = 'f16', flash_attention: bool = False, engine: str = 'llama.cpp', tensor_parallel: typing.SupportsFloat | typing.SupportsIndex = 1, draft: Model = None, draft_quant: str = '', draft_tokens: typing.SupportsFloat | typing.SupportsIndex = 0.0, acceptance: typing.SupportsFloat | typing.SupportsIndex = 0.0, context_tokens: typing.SupportsFloat | typing.SupportsIndex = 0.0, ubatch_tokens: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> Estimate:
+def estimate(model: Model, device: Device, quant: str, batch: typing.SupportsFloat | typing.SupportsIndex = 1.0, prompt_tokens: typing.SupportsFloat | typing.SupportsIndex = 512.0, gen_tokens: typing.SupportsFloat | typing.SupportsIndex = 128.0, kv_dtype: str = 'f16', flash_attention: bool | None = None, engine: str = 'llama.cpp', tensor_parallel: typing.SupportsFloat | typing.SupportsIndex = 1, draft: Model = None, draft_quant: str = '', draft_tokens: typing.SupportsFloat | typing.SupportsIndex = 0.0, acceptance: typing.SupportsFloat | typing.SupportsIndex = 0.0, context_tokens: typing.SupportsFloat | typing.SupportsIndex = 0.0, ubatch_tokens: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> Estimate:
     ...
 def estimate_fields() -> list:
     """

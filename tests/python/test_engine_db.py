@@ -1,0 +1,45 @@
+"""Every engine file validates against engine_db/schema.json, and the schema holds what the core requires."""
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+import rooflinepy as rp
+
+jsonschema = pytest.importorskip("jsonschema")
+
+DB = Path(__file__).resolve().parents[2] / "engine_db"
+FILES = sorted(p for p in DB.glob("*.json") if p.name != "schema.json")
+
+
+@pytest.fixture(scope="module")
+def schema():
+    return json.loads((DB / "schema.json").read_text())
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
+def test_file_validates_against_schema(path, schema):
+    doc = json.loads(path.read_text())
+    jsonschema.validate(doc, schema)
+    assert doc["id"] == path.stem
+    assert rp.engine(doc["id"]).id == doc["id"]
+
+
+def test_the_schema_refuses_a_backend_without_its_flash_attention_default(schema):
+    """The core requires each written-out backend to say whether the engine runs flash attention unless told;
+    the schema says the same, so an editor flags the omission before the library does."""
+    doc = json.loads((DB / "llama.cpp.json").read_text())
+    broken = copy.deepcopy(doc)
+    for backend in broken["backends"].values():
+        backend.pop("flash_attention_default", None)
+    with pytest.raises(jsonschema.ValidationError, match="flash_attention_default"):
+        jsonschema.validate(broken, schema)
+
+
+def test_every_flash_attention_default_names_its_source():
+    for path in FILES:
+        for name, backend in json.loads(path.read_text()).get("backends", {}).items():
+            if "flash_attention_default" in backend:
+                fa = backend["flash_attention_default"]
+                assert isinstance(fa["value"], bool) and len(fa["source"]) > 40, (path.name, name)
