@@ -243,9 +243,11 @@ ServingPlan::ServingPlan(const Model& model, const Device& device, const Serving
                               " is not modelled: use tensor, expert or attention data parallelism");
     const std::string kv = c.kv_dtype.empty() ? backend.serving.kv_dtype_for(c.quant, backend.activation_format) : c.kv_dtype;
     const int plan_tp = par.attention_data ? 1 : par.tensor;  // attention data parallel: each rank runs attention whole
-    auto s = std::make_shared<Impl>(EstimatePlan(model, device, PlanConfig(c.quant, kv, true, eng->id, plan_tp, 0, eng)));
+    PlanConfig pc(c.quant, kv, false, eng->id, plan_tp, 0, eng);
+    pc.flash_attention_from_engine = true;  // the attention backend the serving engine runs (flash_attention_default)
+    auto s = std::make_shared<Impl>(EstimatePlan(model, device, pc));
     if (c.mtp_tokens > 0) {  // the draft: the model's MTP module, split and quantized as the model
-        s->mtp.emplace(mtp_module(model), device, PlanConfig(c.quant, kv, true, eng->id, plan_tp, 0, eng));
+        s->mtp.emplace(mtp_module(model), device, pc);
         s->q = &s->mtp->impl();
         s->draft = c.mtp_tokens;
         s->gain = speculative_tokens_per_cycle(c.mtp_tokens, c.acceptance);
