@@ -43,3 +43,16 @@ def test_every_flash_attention_default_names_its_source():
             if "flash_attention_default" in backend:
                 fa = backend["flash_attention_default"]
                 assert isinstance(fa["value"], bool) and len(fa["source"]) > 40, (path.name, name)
+
+
+def test_llama_cpp_runs_prompts_in_micro_batches_on_every_backend():
+    """n_ubatch is llama.cpp's (llama_context), not a backend's: the backends without a fit of their own (Vulkan,
+    CPU) split a long prompt as CUDA and Metal do, and size their activations for one micro-batch."""
+    ids = [e for e in rp.engines() if e == "llama.cpp" or e.startswith("llama.cpp-")]
+    assert "llama.cpp-vulkan" in ids and "llama.cpp-cpu" in ids
+    for eid in ids:
+        for b in rp.engine(eid).backends:
+            assert b.prefill_ubatch_tokens == 512, (eid, b.backend)
+    kw = dict(model="llama-3.1-8b", quant="Q4_0", device="rtx-4090", prompt_tokens=4096, gen_tokens=0)
+    vulkan, cuda = rp.estimate(engine="llama.cpp-vulkan", **kw), rp.estimate(engine="llama.cpp-cuda", **kw)
+    assert vulkan.memory["activations"] == pytest.approx(cuda.memory["activations"], rel=0.05)
