@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
@@ -69,13 +70,20 @@ def store(doc: Dict[str, Any], backend: str, key: str, value: float, source: str
     b[key] = {"value": value, "source": source, **({"uncertain": old["uncertain"]} if "uncertain" in old else {})}
 
 
+_WRITTEN = re.compile(r"(?:^|; )([A-Za-z_]+) (?:fitted|written) by calibration/fit_defaults\.py")
+
+
 def _replace_fitted(text: str, fitted: str) -> str:
-    """A kernel's source with the sentence about its fitted field replaced."""
+    """A kernel's source with the segment about its fitted field replaced: the text the kernel's source gives, then
+    one segment per field this script wrote, each running from "<field> fitted by" / "<field> written by" to the
+    next such segment (a segment may itself hold "; ", as a derived rule's reason does)."""
     field = fitted.split(" ", 1)[0]
-    # a fitted sentence ends "(N points; in-sample MAPE x %)": its tail splits off at "; " and goes with it
-    kept = [s for s in text.split("; ") if not s.startswith(field + " fitted by calibration/fit_defaults.py")
-            and not s.startswith("in-sample MAPE")]
-    return "; ".join(kept + [fitted])
+    marks = list(_WRITTEN.finditer(text))
+    base = text[:marks[0].start()] if marks else text
+    ends = [m.start() for m in marks[1:]] + [len(text)]
+    segments = [(m.group(1), text[m.start(1):end]) for m, end in zip(marks, ends)]
+    kept = [seg for name, seg in segments if name != field]
+    return "; ".join([base] * bool(base) + kept + [fitted])
 
 
 def _quantile(xs: List[float], q: float) -> float:

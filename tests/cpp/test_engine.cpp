@@ -542,6 +542,33 @@ TEST_CASE("llama.cpp on ROCm: the CUDA backend's kernels built for HIP, with RDN
     CHECK(e.native_backend.at("amd") == "rocm");
 }
 
+TEST_CASE("llama.cpp on Vulkan: mat-vec shaders up to 8 tokens, cooperative-matrix fp16 tiles above") {
+    const Engine& e = engine_db().get("llama.cpp");
+    const EngineBackend& vk = e.backend("vulkan");
+    auto path = [&](const char* format, double rows) {
+        for (const LinearKernel& k : vk.kernels_for(parse_format(format), "llama.cpp"))
+            if (rows <= k.max_rows) return k;
+        FAIL("no kernel");
+        return LinearKernel{};
+    };
+    for (const char* f : {"Q4_0", "Q4_K", "Q6_K", "Q8_0", "F16", "BF16"}) {
+        CAPTURE(f);
+        CHECK(path(f, 8).name == "mul_mat_vec / mul_mat_vecq");  // mul_mat_vec_max_cols on every vendor
+        CHECK(path(f, 8).unit == Unit::vector);
+        CHECK(path(f, 9).unit == Unit::matrix);
+        CHECK(path(f, 512).compute == "fp16");  // not the activations' fp32, not int8: no MMQ beside coopmat
+    }
+    CHECK(path("Q4_K", 512).name == "mul_mm (cooperative matrix), quantized weights");
+    CHECK(path("F16", 512).name == "mul_mm (cooperative matrix), float weights");
+    CHECK(path("Q4_K", 512).dequant_every_rows == 128);  // into shared memory per 128-token column tile
+    CHECK(path("F16", 512).dequant_every_rows == 0);
+    CHECK(vk.attention_format == "fp16");
+    CHECK(vk.op_kernels.at("residual_add") == 0);  // MUL_MAT_ADD at decode
+    CHECK(vk.prefill_ubatch_tokens == 512);
+    CHECK(e.native_backend.at("intel") == "vulkan");
+    CHECK(engine_db().get("llama.cpp-vulkan").native_backend.at("amd") == "vulkan");
+}
+
 TEST_CASE("to_json round-trips every engine through parse_engine") {
     for (const Engine& e : engine_db().engines()) {
         CAPTURE(e.id);

@@ -56,3 +56,14 @@ def test_llama_cpp_runs_prompts_in_micro_batches_on_every_backend():
     kw = dict(model="llama-3.1-8b", quant="Q4_0", device="rtx-4090", prompt_tokens=4096, gen_tokens=0)
     vulkan, cuda = rp.estimate(engine="llama.cpp-vulkan", **kw), rp.estimate(engine="llama.cpp-cuda", **kw)
     assert vulkan.memory["activations"] == pytest.approx(cuda.memory["activations"], rel=0.05)
+
+
+def test_llama_cpp_vulkan_runs_prompts_on_the_matrix_units_in_fp16():
+    """ggml-vulkan's mul_mm with cooperative matrices (RDNA3.5's WMMA on Strix Halo under RADV): the prompt's
+    projections are fp16 matrix work, not the generic description's fp32; one token stays a mat-vec stream."""
+    kw = dict(model="llama-2-7b", quant="Q4_0", device="ryzen-ai-max-395", engine="llama.cpp-vulkan")
+    pp = rp.estimate(prompt_tokens=512, gen_tokens=0, **kw).breakdown
+    projections = pp[pp.op.isin(["attn_q", "ffn_gate", "ffn_down"])]
+    assert set(projections.compute) == {"fp16 matrix"}
+    tg = rp.estimate(prompt_tokens=0, gen_tokens=16, **kw)
+    assert tg.decode_bound == "memory:dram"
