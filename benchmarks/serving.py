@@ -5,7 +5,8 @@
 
 Prints figures; asserts nothing (the issue's targets: rp.serve <= 1 ms per call, a sweep over serving
 configurations >= 100k per second on one thread). The sweep evaluates one deployment's ServingPlan at many
-(prompt, output, concurrency) loads in one call to the core (ServingPlan.rows), on the calling thread.
+(prompt, output, concurrency) loads in one call to the core (ServingPlan.rows), on the calling thread, and the same
+prompts and outputs as Poisson arrivals at a request rate (each load solved for its queue's steady state).
 """
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ def main() -> None:
              ("llama-3.3-70b", "fp8", "h200-sxm", "trt-llm", "TP2"),
              ("qwen3-235b-a22b", "fp8", "h200-sxm", "sglang", "DEP8"),
              ("deepseek-r1", "fp8", "b200", "vllm", "TP8")]
-    print(f"{'deployment':<52} {'rp.serve':>10} {'core':>9} {'plan build':>11} {'sweep loads/s':>14}")
+    print(f"{'deployment':<52} {'rp.serve':>10} {'core':>9} {'plan build':>11} {'closed loop/s':>14} "
+          f"{'Poisson/s':>11}")
     for model, quant, device, engine, par in cases:
         kw = dict(engine=engine, parallel=par, prompt_tokens=1000, gen_tokens=1000)
         serve = statistics.median(per_call(lambda: rp.serve(model, quant, device, concurrency=64, **kw), 2000)
@@ -51,17 +53,20 @@ def main() -> None:
         loads = [(float(a), float(b), float(c), 0.0, 0.0) for a, b, c in itertools.islice(
             itertools.product(range(128, 128 + 64 * side, 64), range(128, 128 + 64 * side, 64),
                               range(1, side + 1)), args.points)]
-        rates = []
+        # the same prompts and outputs as Poisson arrivals (no client count, a request rate): 0.25 to 64 requests/s
+        poisson = [(a, b, 0.0, 0.25 * c, 0.0) for a, b, c, _, _ in loads]
+        rates: dict[str, list[float]] = {"closed": [], "poisson": []}
         for _ in range(args.rounds):
-            t = time.perf_counter()
-            plan.rows(loads)
-            rates.append(len(loads) / (time.perf_counter() - t))
+            for kind, ls in (("closed", loads), ("poisson", poisson)):
+                t = time.perf_counter()
+                plan.rows(ls)
+                rates[kind].append(len(ls) / (time.perf_counter() - t))
         name = f"{model} {quant} {par} on {device} ({engine})"
         print(f"{name:<52} {serve * 1e6:>8.1f}us {core * 1e6:>7.1f}us {build * 1e3:>9.1f}ms "
-              f"{statistics.median(rates):>14,.0f}")
+              f"{statistics.median(rates['closed']):>14,.0f} {statistics.median(rates['poisson']):>11,.0f}")
     print("\nrp.serve: Python call with a cached plan (validation, plan lookup, one core evaluation with its breakdown); "
-          "core: ServingPlan.estimate without breakdown; sweep: ServingPlan.rows over the loads (Python list in and "
-          "out included), one thread.")
+          "core: ServingPlan.estimate without breakdown; closed loop / Poisson: ServingPlan.rows over the loads (Python "
+          "list in and out included), one thread, as 1..N clients or as 0.25..N/4 requests/s.")
 
 
 if __name__ == "__main__":
