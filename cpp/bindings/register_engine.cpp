@@ -18,6 +18,27 @@ void register_engine(py::module_& m) {
         .def_readonly("dequant_every_rows", &LinearKernel::dequant_every_rows)
         .def_readonly("dequant_overlapped", &LinearKernel::dequant_overlapped)
         .def_readonly("efficiency", &LinearKernel::efficiency, "fraction of the unit's achievable peak it reaches")
+        .def_readonly("stream_k", &LinearKernel::stream_k, "whether it splits its tiles' K loop over the processors")
+        .def_readonly("tiles_per_unit", &LinearKernel::tiles_per_unit, "tiles resident on one compute unit at once")
+        .def_readonly("split_k", &LinearKernel::split_k,
+                      "fewer tiles than processors: the K loop split over the idle ones (False: they stay idle)")
+        .def_property_readonly(
+            "by_family",
+            [](const LinearKernel& k) {
+                std::map<std::string, py::dict> out;
+                for (const auto& [family, f] : k.by_family) {
+                    py::dict d;
+                    d["efficiency"] = f.occupancy.efficiency;
+                    d["tiles_per_unit"] = f.occupancy.tiles_per_unit;
+                    d["split_k"] = f.occupancy.split_k;
+                    d["stream_k"] = f.occupancy.stream_k;
+                    d["source"] = f.provenance.source;
+                    d["uncertain"] = f.provenance.uncertain;
+                    out[family] = d;
+                }
+                return out;
+            },
+            "device family -> its efficiency, tiles_per_unit, split_k, stream_k, source, uncertain (where they differ)")
         .def_readonly("alu_ops_per_mac", &LinearKernel::alu_ops_per_mac, "ALU operations beside each multiply-add")
         .def_readonly("alu_ops_scale", &LinearKernel::alu_ops_scale,
                       "alu_ops_per_mac of each weight format relative to the one it was fitted on (absent: 1)")

@@ -88,6 +88,11 @@ double LinearKernel::alu_ops_for(const Format& weight) const {
     return it == alu_ops_scale.end() ? alu_ops_per_mac : alu_ops_per_mac * it->second;
 }
 
+KernelOccupancy LinearKernel::occupancy_on(const std::string& family) const {
+    const auto it = by_family.find(family);
+    return it == by_family.end() ? KernelOccupancy{efficiency, tiles_per_unit, split_k, stream_k} : it->second.occupancy;
+}
+
 std::vector<LinearKernel> EngineBackend::kernels_for(const Format& weight, std::string_view engine_id) const {
     std::vector<LinearKernel> out;
     for (const auto& k : linear_kernels) {
@@ -170,6 +175,24 @@ LinearKernel parse_kernel(JsonObject& k) {
     if (auto d = k.opt_number("dequant_every_rows", 0, 1e9)) x.dequant_every_rows = *d;
     x.dequant_overlapped = k.opt_bool("dequant_overlapped", true);
     if (auto e = k.opt_number("efficiency", 1e-3, 1)) x.efficiency = *e;
+    if (auto t = k.opt_number("tiles_per_unit", 1.0 / 64, 64)) x.tiles_per_unit = *t;
+    x.split_k = k.opt_bool("split_k", true);
+    if (auto fams = k.opt_object("by_family")) {
+        for (const std::string& family : fams->keys()) {
+            if (family.empty() || to_lower(family) != family)
+                fams->fail(family, "must be a hardware_db family in lower case (such as 'amd-rdna3.5')");
+            JsonObject f = fams->object(family);
+            LinearKernel::FamilyOccupancy o{{x.efficiency, x.tiles_per_unit, x.split_k, x.stream_k}, {}};
+            if (auto e = f.opt_number("efficiency", 1e-3, 1)) o.occupancy.efficiency = *e;
+            if (auto t = f.opt_number("tiles_per_unit", 1.0 / 64, 64)) o.occupancy.tiles_per_unit = *t;
+            o.occupancy.split_k = f.opt_bool("split_k", x.split_k);
+            o.occupancy.stream_k = f.opt_bool("stream_k", x.stream_k);
+            o.provenance = provenance_of(f);
+            f.finish();
+            x.by_family[family] = o;
+        }
+        fams->finish();
+    }
     if (auto a = k.opt_number("alu_ops_per_mac", 0, 1e3)) x.alu_ops_per_mac = *a;
     if (k.has("alu_format")) x.alu_format = parse_dtype(k.choice("alu_format", {"int32", "fp32", "fp16"}));
     if (auto scale = k.opt_object("alu_ops_scale")) {
@@ -595,6 +618,20 @@ std::string Engine::to_json(int indent) const {
             if (k.dequant_every_rows > 0) kj["dequant_every_rows"] = k.dequant_every_rows;
             kj["dequant_overlapped"] = k.dequant_overlapped;
             if (k.efficiency != 1) kj["efficiency"] = k.efficiency;
+            if (k.tiles_per_unit != 1) kj["tiles_per_unit"] = k.tiles_per_unit;
+            if (!k.split_k) kj["split_k"] = false;
+            if (!k.by_family.empty()) {
+                nlohmann::ordered_json fj = nlohmann::ordered_json::object();
+                for (const auto& [family, f] : k.by_family) {
+                    nlohmann::ordered_json o{{"efficiency", f.occupancy.efficiency},
+                                             {"tiles_per_unit", f.occupancy.tiles_per_unit},
+                                             {"split_k", f.occupancy.split_k}, {"stream_k", f.occupancy.stream_k},
+                                             {"source", f.provenance.source}};
+                    if (!f.provenance.uncertain.empty()) o["uncertain"] = f.provenance.uncertain;
+                    fj[family] = o;
+                }
+                kj["by_family"] = fj;
+            }
             if (k.alu_ops_per_mac > 0) {
                 kj["alu_ops_per_mac"] = k.alu_ops_per_mac;
                 kj["alu_format"] = std::string(dtype_name(k.alu_format));

@@ -92,6 +92,9 @@ std::vector<LinearPath> linear_paths(const Format& f, const PhaseOptions& opt) {
         p.dequant_every_rows = k.dequant_every_rows;
         p.dequant_overlapped = k.dequant_overlapped;
         p.efficiency = k.efficiency;
+        p.tiles_per_unit = k.tiles_per_unit;
+        p.split_k = k.split_k;
+        for (const auto& [family, fo] : k.by_family) p.by_family.emplace_back(family, fo.occupancy);
         p.alu_ops_per_mac = k.alu_ops_for(f);
         p.alu_format = k.alu_format;
         p.launches = k.launches;
@@ -439,7 +442,10 @@ OpCost linear_dequant_pass(const OpSlot& s, const LinearPath& p) {
 
 double linear_utilization(const OpSlot& s, const PhaseOptions& options, double rows, const LinearPath& p) {
     if (p.unit != Unit::matrix) return 1.0;
-    return ops::gemm_utilization(rows, s.n * s.groups, p.tile_m, p.tile_n, options.compute_units, p.stream_k) * p.efficiency;
+    const KernelOccupancy o = p.occupancy_on(options.device_family);
+    return ops::gemm_utilization(rows, s.n * s.groups, p.tile_m, p.tile_n, options.compute_units * o.tiles_per_unit,
+                                 o.stream_k, o.split_k) *
+           o.efficiency;
 }
 
 std::shared_ptr<const std::vector<LinearKernel>> PhaseOptions::default_linear_kernels() {
@@ -474,6 +480,7 @@ PhaseOptions phase_options(const EngineBackend& e, std::string_view engine_id, c
 void with_device(PhaseOptions& o, const Device& device) {
     if (o.attention == ops::AttentionKind::flash) o.flash = ops::flash_tiles(device, o.flash_attention_version);
     o.compute_units = device.compute_units;
+    o.device_family = device.family;
 }
 
 OpCost slot_cost(const OpSlot& s, const PhaseOptions& options, double batch, double tokens, double past) {

@@ -469,7 +469,8 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
             }
 
     slots.reserve(st.slots.size());
-    std::vector<std::array<double, 6>> group_keys;  // utilization groups: output features, per sequence, tile, efficiency, stream-K
+    // utilization groups: output features, per sequence, tile, stream-K, the occupancy on this device
+    std::vector<std::array<double, 8>> group_keys;
     group_keys.reserve(st.slots.size());
     for (std::size_t k = 0; k < st.slots.size(); ++k) {
         const OpSlot& op = st.slots[k];
@@ -539,8 +540,10 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
                     // the utilization group: matrix paths with the same output features, tile and rows
                     std::uint32_t g = 0;
                     if (lp.unit == Unit::matrix) {
-                        const std::array<double, 6> key{op.n * op.groups, op.per_sequence ? 1.0 : 0.0, lp.tile_m, lp.tile_n,
-                                                        lp.efficiency, lp.stream_k ? 1.0 : 0.0};
+                        const KernelOccupancy o = lp.occupancy_on(dev.family);
+                        const std::array<double, 8> key{op.n * op.groups, op.per_sequence ? 1.0 : 0.0, lp.tile_m, lp.tile_n,
+                                                        o.stream_k ? 1.0 : 0.0, o.efficiency, o.tiles_per_unit,
+                                                        o.split_k ? 1.0 : 0.0};
                         while (g < group_keys.size() && group_keys[g] != key) ++g;
                         if (g == group_keys.size()) group_keys.push_back(key);
                         groups = static_cast<std::uint32_t>(group_keys.size());

@@ -29,6 +29,12 @@ class LinearKernel:
     dequant_every_rows: CoreAttribute[float] = CoreAttribute("rows per dequantization of the weights (0: once)")
     dequant_overlapped: CoreAttribute[bool] = CoreAttribute("whether dequantization hides under the loads")
     efficiency: CoreAttribute[float] = CoreAttribute("fraction of its unit's achievable peak it reaches")
+    stream_k: CoreAttribute[bool] = CoreAttribute("whether it splits its tiles' K loop evenly over the processors")
+    tiles_per_unit: CoreAttribute[float] = CoreAttribute("output tiles resident on one compute unit at once")
+    split_k: CoreAttribute[bool] = CoreAttribute(
+        "with fewer tiles than processors, whether the K loop is split over the idle ones")
+    by_family: CoreAttribute[Dict[str, Dict[str, Any]]] = CoreAttribute(
+        "device family -> efficiency, tiles_per_unit, split_k, stream_k and their source where the family's differ")
     alu_ops_per_mac: CoreAttribute[float] = CoreAttribute("ALU operations (unpacking, scales) beside each multiply-add")
     alu_format: CoreAttribute[str] = CoreAttribute("the lanes those ALU operations run on ('int32', 'fp32' ...)")
     alu_ops_scale: CoreAttribute[Dict[str, float]] = CoreAttribute(

@@ -77,7 +77,10 @@ const char* const kFullEngine = R"({
         {"name": "gemv", "weights": ["quantized", "f16"], "max_rows": 4, "unit": "vector", "compute": "fp32", "source": "k1"},
         {"name": "gemm", "weights": ["*"], "unit": "matrix", "compute": "activation", "tile_m": 64, "tile_n": 32,
          "stream_k": true, "dequant_every_rows": 32, "dequant_overlapped": false, "efficiency": 0.8, "alu_ops_per_mac": 0.5,
-         "alu_format": "int32", "alu_ops_scale": {"q4_k": 1.17, "q8_0": 0.83}, "launches": 2, "source": "k2", "uncertain": "a guess"}
+         "alu_format": "int32", "alu_ops_scale": {"q4_k": 1.17, "q8_0": 0.83}, "launches": 2, "tiles_per_unit": 2,
+         "by_family": {"amd-rdna3.5": {"tiles_per_unit": 0.5, "split_k": false, "source": "f1", "uncertain": "f2"},
+                       "amd-cdna3": {"efficiency": 0.6, "stream_k": false, "source": "f3"}},
+         "source": "k2", "uncertain": "a guess"}
       ]},
       "fused_qkv": {"value": false, "source": "s3"},
       "logits_last_token_only": {"value": false, "source": "s4"},
@@ -180,6 +183,16 @@ void check_same_backend(const EngineBackend& a, const EngineBackend& b) {
         CHECK(x.alu_ops_per_mac == y.alu_ops_per_mac);
         CHECK(x.alu_format == y.alu_format);
         CHECK(x.alu_ops_scale == y.alu_ops_scale);
+        CHECK(x.tiles_per_unit == y.tiles_per_unit);
+        CHECK(x.split_k == y.split_k);
+        REQUIRE(x.by_family.size() == y.by_family.size());
+        for (const auto& [family, f] : x.by_family) {
+            CAPTURE(family);
+            REQUIRE(y.by_family.count(family) == 1);
+            CHECK(f.occupancy == y.by_family.at(family).occupancy);
+            CHECK(f.provenance.source == y.by_family.at(family).provenance.source);
+            CHECK(f.provenance.uncertain == y.by_family.at(family).provenance.uncertain);
+        }
         CHECK(x.launches == y.launches);
         CHECK(x.provenance.source == y.provenance.source);
         CHECK(x.provenance.uncertain == y.provenance.uncertain);
@@ -351,6 +364,17 @@ TEST_CASE("parse_engine: errors name the origin and the field path") {
     SUBCASE("stream_k that is not a boolean") {
         check_error(with(kTinyEngine, R"("tile_n": 64, "source")", R"("tile_n": 64, "stream_k": "yes", "source")"),
                     {"backends.any.linear_kernels.value[1].stream_k", "yes"});
+    }
+    SUBCASE("a kernel's occupancy on a device family: lower-case family, known keys, a source, values in range") {
+        const std::string tile = R"("tile_n": 64, "source")";
+        auto family = [&](const std::string& f) { return with(kTinyEngine, tile, R"("tile_n": 64, "by_family": )" + f + R"(, "source")"); };
+        check_error(family(R"({"AMD-RDNA3.5": {"split_k": false, "source": "x"}})"),
+                    {"by_family.AMD-RDNA3.5", "lower case"});
+        check_error(family(R"({"amd-rdna3.5": {"split_k": false}})"), {"by_family.amd-rdna3.5.source", "required"});
+        check_error(family(R"({"amd-rdna3.5": {"splitk": false, "source": "x"}})"), {"by_family.amd-rdna3.5.splitk", "not a known field"});
+        check_error(family(R"({"amd-rdna3.5": {"tiles_per_unit": 0, "source": "x"}})"), {"by_family.amd-rdna3.5.tiles_per_unit"});
+        check_error(family(R"({"amd-rdna3.5": {"efficiency": 1.5, "source": "x"}})"), {"by_family.amd-rdna3.5.efficiency"});
+        check_error(with(kTinyEngine, tile, R"("tile_n": 64, "split_k": 1, "source")"), {"linear_kernels.value[1].split_k"});
     }
     SUBCASE("an unknown weight format") {
         check_error(with(kTinyEngine, R"("weights": ["*"], "max_rows": 8)", R"("weights": ["q9_z"], "max_rows": 8)"),
@@ -528,6 +552,16 @@ TEST_CASE("llama.cpp on ROCm: the CUDA backend's kernels built for HIP, with RDN
     CHECK(path("Q4_K", 512).name == "mul_mat_q (MMQ)");
     CHECK(path("Q4_K", 512).compute == "int8");
     CHECK_FALSE(path("Q4_K", 512).stream_k);  // conventional tiling off NVIDIA and CDNA
+    // per family (mmq-config-*.cuh): RDNA3.5 one block per tile, no split-K, a tile per WGP of two CUs; CDNA stream-K
+    const KernelOccupancy rdna = path("Q4_K", 512).occupancy_on("amd-rdna3.5"), cdna = path("Q4_K", 512).occupancy_on("amd-cdna3");
+    CHECK_FALSE(rdna.split_k);
+    CHECK(rdna.tiles_per_unit == 0.5);
+    CHECK_FALSE(rdna.stream_k);
+    CHECK(cdna.stream_k);
+    CHECK(cdna.tiles_per_unit == 1);
+    CHECK(path("Q4_K", 512).occupancy_on("nvidia-hopper") == KernelOccupancy{1, 1, true, false});  // the kernel's own
+    CHECK(path("Q6_K", 256).occupancy_on("amd-rdna3.5") == rdna);
+    CHECK(path("Q4_K", 512).by_family.at("amd-rdna3.5").provenance.source.find("mmq-config-rdna3-5.cuh") != std::string::npos);
     CHECK(path("Q6_K", 256).name == "mul_mat_q (MMQ), Q6_K up to 256 tokens");
     CHECK(path("Q6_K", 512).name == "dequantize + hipBLAS GEMM");  // RDNA3.5 takes larger Q6_K batches to hipBLAS
     CHECK(path("Q6_K", 512).compute == "fp16");

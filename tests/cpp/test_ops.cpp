@@ -70,6 +70,12 @@ TEST_CASE("gemm utilization: whole waves of tiles, unless the kernel decomposes 
     CHECK(gemm_utilization(500, 4096, 128, 128, 108, true) == doctest::Approx(500.0 / 512));
     // far fewer tiles than processors: filled either way (split-K, stream-K)
     CHECK(gemm_utilization(64, 4096, 128, 128, 108, true) == gemm_utilization(64, 4096, 128, 128, 108));
+    // a kernel with one block per tile and no split-K (ggml's MMQ on RDNA): 8 tiles keep 8 of 20 processors busy, a
+    // wave and a half of 32 tiles fills 32 of 40 slots; with as many tiles as processors or more, as with split-K
+    CHECK(gemm_utilization(1024, 128, 128, 128, 20, false, false) == doctest::Approx(8.0 / 20));
+    CHECK(gemm_utilization(1024, 128, 128, 128, 20) == doctest::Approx(1.0));
+    CHECK(gemm_utilization(4096, 128, 128, 128, 20, false, false) == doctest::Approx(32.0 / 40));
+    CHECK(gemm_utilization(4096, 128, 128, 128, 20, false, false) == gemm_utilization(4096, 128, 128, 128, 20));
 }
 
 TEST_CASE("gemv is the m = 1 gemm on vector units") {

@@ -67,3 +67,31 @@ def test_llama_cpp_vulkan_runs_prompts_on_the_matrix_units_in_fp16():
     assert set(projections.compute) == {"fp16 matrix"}
     tg = rp.estimate(prompt_tokens=0, gen_tokens=16, **kw)
     assert tg.decode_bound == "memory:dram"
+
+
+def test_every_kernel_occupancy_names_a_device_family_the_database_has():
+    families = {rp.device(d).family for d in rp.devices()}
+    named = set()
+    for e in rp.engines():
+        for b in rp.engine(e).backends:
+            for k in b.linear_kernels:
+                for family, o in k.by_family.items():
+                    assert family in families, (e, b.backend, k.name, family, sorted(families))
+                    assert o["source"], (e, b.backend, k.name, family)
+                    named.add(family)
+    assert "amd-rdna3.5" in named
+
+
+def test_llama_cpp_mmq_tiles_per_rdna_workgroup_processor_without_split_k():
+    """On Strix Halo a 1024 x 4096 Q4_0 weight at 128 tokens is 8 MMQ tiles on 20 WGPs: 8 busy, not the 40 CUs
+    filled by split-K, so its rate is about half that of a 4096 x 4096 weight's 32 tiles."""
+    def rate(m):
+        model = rp.Model.from_hf_config({
+            "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
+            "intermediate_size": m, "num_hidden_layers": 1, "num_attention_heads": 32, "num_key_value_heads": 32,
+            "vocab_size": 32000, "max_position_embeddings": 4096, "rms_norm_eps": 1e-5, "torch_dtype": "float16"})
+        b = rp.estimate(model=model, quant="Q4_0", device="strix-halo", engine="llama.cpp-rocm", prompt_tokens=128,
+                        gen_tokens=0, flash_attention=True).breakdown
+        r = b[(b.phase == "prefill") & (b.op == "ffn_up")].iloc[0]
+        return r.flops / r.seconds
+    assert rate(1024) / rate(4096) == pytest.approx(0.5, abs=0.08)

@@ -37,6 +37,24 @@ struct CollectiveProtocol {
 };
 
 /// One kernel for linear layers (a weight matrix times activations).
+/// How a kernel occupies a device (LinearKernel's base values, or one device family's: LinearKernel::by_family).
+struct KernelOccupancy {
+    /// LinearKernel::efficiency: fraction of the device's achievable peak on the kernel's unit it reaches
+    double efficiency = 1;
+    /// Tiles resident on one compute unit at once (0.5: one per RDNA workgroup processor of two CUs): the wave width
+    /// is compute_units × this
+    double tiles_per_unit = 1;
+    /// Fewer tiles than a wave holds: the K loop is split over the idle processors (true, vendor GEMMs) or only that
+    /// many processors work (false: a kernel that launches one block per output tile, such as ggml's MMQ without
+    /// stream-K)
+    bool split_k = true;
+    bool stream_k = false;  ///< LinearKernel::stream_k
+    bool operator==(const KernelOccupancy& o) const {
+        return efficiency == o.efficiency && tiles_per_unit == o.tiles_per_unit && split_k == o.split_k &&
+               stream_k == o.stream_k;
+    }
+};
+
 struct LinearKernel {
     std::string name;
     std::vector<std::string> weights{"*"};  ///< format names (lower case), "float", "quantized" or "*"
@@ -58,6 +76,15 @@ struct LinearKernel {
     /// Fraction of the device's achievable peak on `unit` (Efficiency::compute_fraction, itself the fraction a
     /// vendor GEMM reaches) this kernel reaches at full occupancy: a kernel simpler than the vendor's GEMM reaches less.
     double efficiency = 1;
+    double tiles_per_unit = 1;  ///< KernelOccupancy::tiles_per_unit
+    bool split_k = true;        ///< KernelOccupancy::split_k
+    /// The occupancy on devices of one hardware_db family where it differs from the values above (family -> values,
+    /// each with its source: a kernel microbenchmark on that family)
+    struct FamilyOccupancy {
+        KernelOccupancy occupancy;
+        Provenance provenance;
+    };
+    std::map<std::string, FamilyOccupancy> by_family;
     /// Vector lane operations per multiply-add the kernel issues besides its multiply-adds (loading and unpacking
     /// quantized tiles, scales, addresses), on `alu_format` lanes: a kernel whose inner loop is bound by them runs at
     /// the lanes' rate, not the matrix units'.
@@ -73,6 +100,8 @@ struct LinearKernel {
     bool handles(const Format& weight) const;
     /// alu_ops_per_mac for weights in `weight`: × alu_ops_scale of its format.
     double alu_ops_for(const Format& weight) const;
+    /// efficiency, tiles_per_unit, split_k and stream_k on a device of `family` (by_family's where it names it).
+    KernelOccupancy occupancy_on(const std::string& family) const;
 };
 
 /// An engine on one backend, every property resolved: what the estimator reads.

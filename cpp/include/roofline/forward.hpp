@@ -44,6 +44,7 @@ struct PhaseOptions {
     bool vocab_parallel = true;                  ///< tensor parallel splits the output head by vocabulary (else replicated)
     int tensor_parallel = 1;                     ///< weights and heads split over this many devices
     double compute_units = 1;                    ///< SMs / CUs / GPU cores the tiles are spread over
+    std::string device_family;                   ///< the device's hardware_db family (LinearPath::occupancy_on)
     std::string engine_id = "engine";            ///< for error messages
     /// the engine's kernels (EngineBackend::linear_kernels), shared: options are copied once per plan
     std::shared_ptr<const std::vector<LinearKernel>> linear_kernels = default_linear_kernels();
@@ -94,6 +95,16 @@ struct LinearPath {
     double dequant_every_rows = 0;
     bool dequant_overlapped = true;
     double efficiency = 1;          ///< LinearKernel::efficiency: divides the matrix compute with the tile utilization
+    double tiles_per_unit = 1;      ///< LinearKernel::tiles_per_unit
+    bool split_k = true;            ///< LinearKernel::split_k
+    /// LinearKernel::by_family, each family's occupancy whole (usually empty)
+    std::vector<std::pair<std::string, KernelOccupancy>> by_family;
+    /// The occupancy on a device of `family`: by_family's entry, else the three values above.
+    KernelOccupancy occupancy_on(const std::string& family) const {
+        for (const auto& [f, o] : by_family)
+            if (f == family) return o;
+        return {efficiency, tiles_per_unit, split_k, stream_k};
+    }
     double alu_ops_per_mac = 0;     ///< LinearKernel::alu_ops_per_mac, on alu_format lanes
     DType alu_format = DType::int32;
     double launches = 1;
@@ -102,7 +113,8 @@ struct LinearPath {
     bool operator==(const LinearPath& o) const {
         return max_rows == o.max_rows && unit == o.unit && compute == o.compute && tile_m == o.tile_m &&
                tile_n == o.tile_n && stream_k == o.stream_k && dequant_every_rows == o.dequant_every_rows && dequant_overlapped == o.dequant_overlapped &&
-               efficiency == o.efficiency && alu_ops_per_mac == o.alu_ops_per_mac && alu_format == o.alu_format &&
+               efficiency == o.efficiency && tiles_per_unit == o.tiles_per_unit && split_k == o.split_k &&
+               by_family == o.by_family && alu_ops_per_mac == o.alu_ops_per_mac && alu_format == o.alu_format &&
                launches == o.launches && has_fallback == o.has_fallback && fallback == o.fallback;
     }
 };

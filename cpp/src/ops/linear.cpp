@@ -68,7 +68,7 @@ OpCost moe_gemm(double tokens, double top_k, double experts, double n, double k,
     return op;
 }
 
-double gemm_utilization(double m, double n, double tile_m, double tile_n, double units, bool stream_k) {
+double gemm_utilization(double m, double n, double tile_m, double tile_n, double units, bool stream_k, bool split_k) {
     check_size("tile_m", tile_m, true);
     check_size("tile_n", tile_n, true);
     check_size("units", units, true);
@@ -78,12 +78,12 @@ double gemm_utilization(double m, double n, double tile_m, double tile_n, double
     while (tm < m && tm < tile_m) tm *= 2;
     tm = std::min(tm, tile_m);
     const double tiles = std::ceil(m / tm) * std::ceil(n / tile_n);
-    // Fewer tiles than processors: split-K spreads the reduction over the idle ones. More: whole waves. A stream-K
-    // kernel (llama.cpp's MMQ on NVIDIA) launches whole tiles when their waves keep at least 90 % of the processors
-    // busy (fewer tiles than processors too), else splits their K loop evenly over all of them (its fixup kernel,
-    // which adds the split tiles' partial sums, is not counted)
+    // Fewer tiles than processors: split-K spreads the reduction over the idle ones (a kernel without it leaves them
+    // idle: one wave, partly empty). More: whole waves. A stream-K kernel (llama.cpp's MMQ on NVIDIA) launches whole
+    // tiles when their waves keep at least 90 % of the processors busy (fewer tiles than processors too), else splits
+    // their K loop evenly over all of them (its fixup kernel, which adds the split tiles' partial sums, is not counted)
     double slots = std::ceil(tiles / units) * units;
-    if (stream_k ? tiles / slots < 0.9 : tiles < units) slots = tiles;
+    if (stream_k ? tiles / slots < 0.9 : split_k && tiles < units) slots = tiles;
     return (m * n) / (slots * tm * tile_n);
 }
 

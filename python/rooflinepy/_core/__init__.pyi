@@ -409,6 +409,11 @@ class LinearKernel:
         alu_ops_per_mac of each weight format relative to the one it was fitted on (absent: 1)
         """
     @property
+    def by_family(self) -> dict[str, dict]:
+        """
+        device family -> its efficiency, tiles_per_unit, split_k, stream_k, source, uncertain (where they differ)
+        """
+    @property
     def compute(self) -> str:
         """
         'activation' or the format of its multiply-adds
@@ -441,11 +446,26 @@ class LinearKernel:
     def source(self) -> str:
         ...
     @property
+    def split_k(self) -> bool:
+        """
+        fewer tiles than processors: the K loop split over the idle ones (False: they stay idle)
+        """
+    @property
+    def stream_k(self) -> bool:
+        """
+        whether it splits its tiles' K loop over the processors
+        """
+    @property
     def tile_m(self) -> float:
         ...
     @property
     def tile_n(self) -> float:
         ...
+    @property
+    def tiles_per_unit(self) -> float:
+        """
+        tiles resident on one compute unit at once
+        """
     @property
     def uncertain(self) -> str:
         ...

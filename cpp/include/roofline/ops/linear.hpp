@@ -49,7 +49,9 @@ OpCost moe_gemm(double tokens, double top_k, double experts, double n, double k,
 /// most a 16-row tile's padding; with fewer tiles than processors split-K fills the rest; a tile count just
 /// above a multiple of `units` wastes most of a wave. `stream_k`: the kernel launches whole tiles where their waves
 /// keep at least 90 % of the processors busy (fewer tiles than processors included), else spreads the K loop of its
-/// tiles evenly over all of them (no wave lost, only the tiles' padding).
-double gemm_utilization(double m, double n, double tile_m, double tile_n, double units, bool stream_k = false);
+/// tiles evenly over all of them (no wave lost, only the tiles' padding). `split_k` false: a kernel that launches one
+/// block per output tile and nothing more (ggml's MMQ without stream-K) leaves the processors beyond its tiles idle.
+double gemm_utilization(double m, double n, double tile_m, double tile_n, double units, bool stream_k = false,
+                        bool split_k = true);
 
 }  // namespace roofline::ops

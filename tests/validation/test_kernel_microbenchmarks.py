@@ -1,0 +1,83 @@
+"""llama.cpp's MMQ kernel on RDNA 3.5 (Strix Halo) against kernel microbenchmarks of its MUL_MAT op.
+
+The rows (microbenchmarks/llamacpp_mul_mat_rdna35.csv, each with its source) time one weight matrix × n tokens
+through the ROCm build's MMQ path. The model times the same GEMM as a one-layer model's linear op on the
+'llama.cpp-rocm' engine and the ryzen-ai-max-395: the kernel's tiles, its occupancy on the family (engine_db
+by_family: one block per output tile, no split-K, one tile per workgroup processor), its ALU work per weight format,
+its launches. Nothing is fitted to these rows; they test the shape dependence the occupancy gives.
+"""
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+import pytest
+
+import rooflinepy as rp
+
+TABLE = Path(__file__).parent / "microbenchmarks" / "llamacpp_mul_mat_rdna35.csv"
+QUANT = {"q4_0": "Q4_0", "q4_K": "Q4_K_S", "q6_K": "Q6_K"}  # a GGUF type whose every linear tensor has that type
+# rows the model does not reach, with the reason and the measured / modelled range it currently gives
+KNOWN_MISSES = {
+    ("q6_K", 4096, 12288, 128): (
+        "the AMD fork's baseline runs Q6_K through its own RDNA3.5 kernel and 64-row tiles "
+        "(ggml_cuda_mmq_vec_dot_q6_K_q8_1_mma_rdna35, AMD-Ecosystem/llama.cpp#82); the model's Q6_K ALU work is "
+        "counted in NVIDIA SASS (alu_ops_scale 1.306)", 0.40, 0.56),
+}
+
+
+def rows():
+    with open(TABLE) as f:
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+
+
+def one_layer(hidden: int, intermediate: int) -> rp.Model:
+    return rp.Model.from_hf_config({
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": hidden,
+        "intermediate_size": intermediate, "num_hidden_layers": 1, "num_attention_heads": hidden // 128,
+        "num_key_value_heads": hidden // 128, "vocab_size": 32000, "max_position_embeddings": 4096,
+        "rms_norm_eps": 1e-5, "torch_dtype": "float16"})
+
+
+def modelled_tflops(kind: str, m: int, k: int, n: int) -> float:
+    """The model's rate for an m x k weight matrix times n tokens: that op of a one-layer model (ffn_up is
+    intermediate x hidden, ffn_down hidden x intermediate, attn_q hidden x hidden)."""
+    if m == k:
+        model, op = one_layer(m, 2 * m), "attn_q"
+    elif m > k:
+        model, op = one_layer(k, m), "ffn_up"
+    else:
+        model, op = one_layer(m, k), "ffn_down"
+    e = rp.estimate(model=model, quant=QUANT[kind], device="ryzen-ai-max-395", engine="llama.cpp-rocm",
+                    prompt_tokens=n, gen_tokens=0, flash_attention=True)
+    b = e.breakdown
+    r = b[(b.phase == "prefill") & (b.op == op)].iloc[0]
+    assert r.compute == "int8 matrix", r.compute  # the MMQ path
+    return 2 * m * k * n / r.seconds / 1e12
+
+
+@pytest.mark.parametrize("row", rows(), ids=lambda r: f"{r['type']}-{r['m']}x{r['k']}-n{r['n']}")
+def test_mmq_rate_on_rdna35(row):
+    m, k, n = int(row["m"]), int(row["k"]), int(row["n"])
+    ratio = float(row["tflops"]) / modelled_tflops(row["type"], m, k, n)
+    key = (row["type"], m, k, n)
+    if key in KNOWN_MISSES:
+        reason, lo, hi = KNOWN_MISSES[key]
+        assert lo <= ratio <= hi, f"known miss moved ({reason}): measured / modelled {ratio:.2f}"
+        pytest.xfail(f"measured / modelled {ratio:.2f}: {reason}")
+    assert 0.78 <= ratio <= 1.22, f"{row['type']} {m}x{k} n={n}: measured / modelled {ratio:.2f} ({row['source']})"
+
+
+def test_the_occupancy_gives_the_shape_dependence():
+    """Without the family's occupancy (tiles over 40 CUs, idle ones filled by split-K) the model's rate barely moves
+    with the matrix's height, 8 tiles came out at 1.7x their measured rate and the seven legacy and K-quant rows at
+    27 % MAPE; with it 11.9 % (geometric mean of measured / modelled 0.97)."""
+    ratios = [float(r["tflops"]) / modelled_tflops(r["type"], int(r["m"]), int(r["k"]), int(r["n"]))
+              for r in rows() if (r["type"], int(r["m"]), int(r["k"]), int(r["n"])) not in KNOWN_MISSES]
+    mape = sum(abs(x - 1) for x in ratios) / len(ratios)
+    geo = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
+    assert len(ratios) >= 7
+    assert mape <= 0.13, mape
+    assert abs(geo - 1) <= 0.05, geo
+
