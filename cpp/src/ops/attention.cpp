@@ -138,7 +138,11 @@ OpCost attention(const AttentionShape& s, const Format& fmt, AttentionKind kind,
     } else {
         const double extra = std::max(0.0, Tr - 1);  // Q blocks after the first stream K and V again
         const double kv_head_bytes = KV / std::max(1.0, s.batch * kv_heads);
-        const bool hit = fits_l2(std::ceil(units / std::max(1.0, Tr)) * kv_head_bytes);
+        // the Tr blocks of each of a group's query heads, when one wave holds them all, stream the group's K/V blocks
+        // side by side, so their re-reads follow the first read into L2; when they span waves, later blocks find the
+        // group's K/V in L2 only if it fits whole
+        const bool in_step = Tr * kv_group <= units;
+        const bool hit = in_step ? l2_bytes > 0 : fits_l2(kv_head_bytes);
         // every query head of a group streams the group's K and V per Q block
         const double kv_loads = KV * kv_group * Tr * f;
         place(std::max(0.0, kv_loads - KV), 0.0, hit || extra == 0);  // one Q block: only a group's heads share
