@@ -78,7 +78,16 @@ def test_apple_gpu_flops_are_cores_x_128_x_2_x_clock(path):
     cores, clock = doc["compute_units"]["count"], doc["clocks"]["boost_MHz"] * 1e6
     fp32 = next(c for c in doc["compute"] if c["format"] == "fp32" and c["unit"] == "vector")
     assert fp32["peak_TFLOPS"] * 1e12 == pytest.approx(cores * 128 * 2 * clock, rel=2e-3)
-    assert not any(c["unit"] == "matrix" for c in doc["compute"])
+    matrix = [c for c in doc["compute"] if c["unit"] == "matrix"]
+    if doc["family"] != "apple-m5":  # M1-M4: simdgroup matrices run on the ALUs, no matrix units
+        assert not matrix
+        return
+    # M5: the per-core Neural Accelerators, 1024 FP16 (and BF16) FLOP per core and clock (the A19 microbenchmark)
+    assert {c["format"] for c in matrix} == {"fp16", "bf16"}
+    for c in matrix:
+        assert c["peak_TFLOPS"] * 1e12 == pytest.approx(cores * 1024 * clock, rel=2e-3)
+        assert c["peak_TFLOPS"] == pytest.approx(4 * fp32["peak_TFLOPS"], rel=2e-3)
+        assert "Zakharko" in c["source"] or "fp16 matrix peak" in c["source"]
 
 
 def _same(a, b, where=""):

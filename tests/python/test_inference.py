@@ -244,3 +244,18 @@ def test_what_cannot_run_is_a_clear_error_the_same_everywhere():
     bf16 = rp.estimate(model="llama-3.1-8b", quant="bf16", device="h100-sxm", engine="cuda-graphs", prompt_tokens=4096,
                        gen_tokens=0)
     assert h100.prefill_tokens_per_s > 1.3 * bf16.prefill_tokens_per_s  # fp8 tensor cores: twice the bf16 rate
+
+
+def test_llama_cpp_prompts_on_m5_run_on_the_neural_accelerators():
+    """llama.cpp's Metal backend multiplies prompt batches through the tensor API on M5 (ggml-metal-device.m), so its
+    GEMMs run at the per-core accelerators' fp16 rate, 4x the SIMD rate per core and clock: a 10-core M5's pp512 is
+    more than twice an M4 10-core's (same cores and clock), while its decode gains only by bandwidth (153 / 120 GB/s at
+    most)."""
+    kw = dict(model="llama-2-7b", quant="Q4_0", prompt_tokens=512, gen_tokens=128)
+    m5, m4 = rp.estimate(device="m5-10c", **kw), rp.estimate(device="m4-10c", **kw)
+    b = m5.breakdown
+    ffn = b[(b.phase == "prefill") & (b.op == "ffn_up")].iloc[0]
+    assert ffn.compute == "fp16 matrix"
+    assert ffn.flops_per_s > 2 * rp.device("m5-10c").peak_flops("fp16", "vector")  # above the whole SIMD peak
+    assert m5.prefill_tokens_per_s > 2.5 * m4.prefill_tokens_per_s
+    assert 1.0 < m5.decode_tokens_per_s / m4.decode_tokens_per_s < 153 / 120 * 1.02  # bandwidth, not compute
