@@ -27,11 +27,12 @@ void register_engine(py::module_& m) {
             [](const LinearKernel& k) {
                 std::map<std::string, py::dict> out;
                 for (const auto& [family, f] : k.by_family) {
+                    const KernelOccupancy o = k.occupancy_on(family);  // the family's values, the kernel's where unset
                     py::dict d;
-                    d["efficiency"] = f.occupancy.efficiency;
-                    d["tiles_per_unit"] = f.occupancy.tiles_per_unit;
-                    d["split_k"] = f.occupancy.split_k;
-                    d["stream_k"] = f.occupancy.stream_k;
+                    d["efficiency"] = o.efficiency;
+                    d["tiles_per_unit"] = o.tiles_per_unit;
+                    d["split_k"] = o.split_k;
+                    d["stream_k"] = o.stream_k;
                     d["source"] = f.provenance.source;
                     d["uncertain"] = f.provenance.uncertain;
                     out[family] = d;

@@ -89,8 +89,12 @@ double LinearKernel::alu_ops_for(const Format& weight) const {
 }
 
 KernelOccupancy LinearKernel::occupancy_on(const std::string& family) const {
+    KernelOccupancy o{efficiency, tiles_per_unit, split_k, stream_k};
     const auto it = by_family.find(family);
-    return it == by_family.end() ? KernelOccupancy{efficiency, tiles_per_unit, split_k, stream_k} : it->second.occupancy;
+    if (it == by_family.end()) return o;
+    const FamilyOccupancy& f = it->second;
+    return {f.efficiency.value_or(o.efficiency), f.tiles_per_unit.value_or(o.tiles_per_unit), f.split_k.value_or(o.split_k),
+            f.stream_k.value_or(o.stream_k)};
 }
 
 std::vector<LinearKernel> EngineBackend::kernels_for(const Format& weight, std::string_view engine_id) const {
@@ -182,13 +186,15 @@ LinearKernel parse_kernel(JsonObject& k) {
             if (family.empty() || to_lower(family) != family)
                 fams->fail(family, "must be a hardware_db family in lower case (such as 'amd-rdna3.5')");
             JsonObject f = fams->object(family);
-            LinearKernel::FamilyOccupancy o{{x.efficiency, x.tiles_per_unit, x.split_k, x.stream_k}, {}};
-            if (auto e = f.opt_number("efficiency", 1e-3, 1)) o.occupancy.efficiency = *e;
-            if (auto t = f.opt_number("tiles_per_unit", 1.0 / 64, 64)) o.occupancy.tiles_per_unit = *t;
-            o.occupancy.split_k = f.opt_bool("split_k", x.split_k);
-            o.occupancy.stream_k = f.opt_bool("stream_k", x.stream_k);
+            LinearKernel::FamilyOccupancy o;
+            o.efficiency = f.opt_number("efficiency", 1e-3, 1);
+            o.tiles_per_unit = f.opt_number("tiles_per_unit", 1.0 / 64, 64);
+            if (f.has("split_k")) o.split_k = f.opt_bool("split_k", true);
+            if (f.has("stream_k")) o.stream_k = f.opt_bool("stream_k", false);
             o.provenance = provenance_of(f);
             f.finish();
+            if (!o.efficiency && !o.tiles_per_unit && !o.split_k && !o.stream_k)
+                fams->fail(family, "must set at least one of efficiency, tiles_per_unit, split_k, stream_k");
             x.by_family[family] = o;
         }
         fams->finish();
@@ -623,10 +629,12 @@ std::string Engine::to_json(int indent) const {
             if (!k.by_family.empty()) {
                 nlohmann::ordered_json fj = nlohmann::ordered_json::object();
                 for (const auto& [family, f] : k.by_family) {
-                    nlohmann::ordered_json o{{"efficiency", f.occupancy.efficiency},
-                                             {"tiles_per_unit", f.occupancy.tiles_per_unit},
-                                             {"split_k", f.occupancy.split_k}, {"stream_k", f.occupancy.stream_k},
-                                             {"source", f.provenance.source}};
+                    nlohmann::ordered_json o = nlohmann::ordered_json::object();
+                    if (f.efficiency) o["efficiency"] = *f.efficiency;
+                    if (f.tiles_per_unit) o["tiles_per_unit"] = *f.tiles_per_unit;
+                    if (f.split_k) o["split_k"] = *f.split_k;
+                    if (f.stream_k) o["stream_k"] = *f.stream_k;
+                    o["source"] = f.provenance.source;
                     if (!f.provenance.uncertain.empty()) o["uncertain"] = f.provenance.uncertain;
                     fj[family] = o;
                 }

@@ -94,7 +94,7 @@ std::vector<LinearPath> linear_paths(const Format& f, const PhaseOptions& opt) {
         p.efficiency = k.efficiency;
         p.tiles_per_unit = k.tiles_per_unit;
         p.split_k = k.split_k;
-        for (const auto& [family, fo] : k.by_family) p.by_family.emplace_back(family, fo.occupancy);
+        for (const auto& entry : k.by_family) p.by_family.emplace_back(entry.first, k.occupancy_on(entry.first));
         p.alu_ops_per_mac = k.alu_ops_for(f);
         p.alu_format = k.alu_format;
         p.launches = k.launches;

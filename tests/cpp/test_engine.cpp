@@ -189,7 +189,11 @@ void check_same_backend(const EngineBackend& a, const EngineBackend& b) {
         for (const auto& [family, f] : x.by_family) {
             CAPTURE(family);
             REQUIRE(y.by_family.count(family) == 1);
-            CHECK(f.occupancy == y.by_family.at(family).occupancy);
+            CHECK(f.efficiency == y.by_family.at(family).efficiency);
+            CHECK(f.tiles_per_unit == y.by_family.at(family).tiles_per_unit);
+            CHECK(f.split_k == y.by_family.at(family).split_k);
+            CHECK(f.stream_k == y.by_family.at(family).stream_k);
+            CHECK(x.occupancy_on(family) == y.occupancy_on(family));
             CHECK(f.provenance.source == y.by_family.at(family).provenance.source);
             CHECK(f.provenance.uncertain == y.by_family.at(family).provenance.uncertain);
         }
@@ -374,6 +378,7 @@ TEST_CASE("parse_engine: errors name the origin and the field path") {
         check_error(family(R"({"amd-rdna3.5": {"splitk": false, "source": "x"}})"), {"by_family.amd-rdna3.5.splitk", "not a known field"});
         check_error(family(R"({"amd-rdna3.5": {"tiles_per_unit": 0, "source": "x"}})"), {"by_family.amd-rdna3.5.tiles_per_unit"});
         check_error(family(R"({"amd-rdna3.5": {"efficiency": 1.5, "source": "x"}})"), {"by_family.amd-rdna3.5.efficiency"});
+        check_error(family(R"({"amd-rdna3.5": {"source": "x"}})"), {"by_family.amd-rdna3.5", "at least one of"});
         check_error(with(kTinyEngine, tile, R"("tile_n": 64, "split_k": 1, "source")"), {"linear_kernels.value[1].split_k"});
     }
     SUBCASE("an unknown weight format") {

@@ -12,6 +12,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,7 +37,6 @@ struct CollectiveProtocol {
     double bandwidth_share = 1;          ///< of the bus bandwidth (LL moves 4 data bytes in 8)
 };
 
-/// One kernel for linear layers (a weight matrix times activations).
 /// How a kernel occupies a device (LinearKernel's base values, or one device family's: LinearKernel::by_family).
 struct KernelOccupancy {
     /// LinearKernel::efficiency: fraction of the device's achievable peak on the kernel's unit it reaches
@@ -55,6 +55,7 @@ struct KernelOccupancy {
     }
 };
 
+/// One kernel for linear layers (a weight matrix times activations).
 struct LinearKernel {
     std::string name;
     std::vector<std::string> weights{"*"};  ///< format names (lower case), "float", "quantized" or "*"
@@ -78,10 +79,11 @@ struct LinearKernel {
     double efficiency = 1;
     double tiles_per_unit = 1;  ///< KernelOccupancy::tiles_per_unit
     bool split_k = true;        ///< KernelOccupancy::split_k
-    /// The occupancy on devices of one hardware_db family where it differs from the values above (family -> values,
-    /// each with its source: a kernel microbenchmark on that family)
+    /// The occupancy on devices of one hardware_db family where it differs from the values above (family -> the
+    /// values that differ, each family with its source); unset ones are the kernel's, as fitted
     struct FamilyOccupancy {
-        KernelOccupancy occupancy;
+        std::optional<double> efficiency, tiles_per_unit;
+        std::optional<bool> split_k, stream_k;
         Provenance provenance;
     };
     std::map<std::string, FamilyOccupancy> by_family;

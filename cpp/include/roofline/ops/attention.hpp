@@ -72,7 +72,8 @@ double causal_fraction(const AttentionShape& s);
 ///   K and V, so Q is read and O written once, and K, V are re-read once per further Q block (Tr − 1 times, 2Md·f
 ///   each, in K and V's format). The Tr·(heads / kv_heads) blocks of a KV group, when one wave (`units`) holds them,
 ///   stream its K and V blocks side by side, so the re-reads are L2 hits (given l2_bytes > 0); when they span waves,
-///   they are hits only if one KV head's K and V fit in l2_bytes. (A longer query never re-reads less from DRAM.) Backward keeps a K/V block resident and streams Q, dO; dQ is accumulated in fp32
+///   they are hits only if one KV head's K and V fit in l2_bytes (a longer query never re-reads less from DRAM).
+///   Backward keeps a K/V block resident and streams Q, dO; dQ is accumulated in fp32
 ///   across the K/V blocks (read and written once per further block: 4Nd·f·(Tc − 1) each way) — working set dQ
 ///   of ceil(units / Tc) heads.
 /// Matrix products run on matrix units in fmt's compute format (or `matmul`, when given: an engine whose kernels
