@@ -434,6 +434,23 @@ OpCost linear_gemm(const OpSlot& s, const PhaseOptions& options, double rows, co
     return op;
 }
 
+OpCost moe_path_gemm(const OpSlot& s, const PhaseOptions& options, double rows, const LinearPath& p) {
+    Format act = options.activation;
+    act.compute = p.compute;
+    OpCost op = ops::moe_gemm(rows, s.top_k, s.experts, s.n, s.k, act, s.format, options.activation, p.dequant_overlapped, p.unit);
+    if (p.alu_ops_per_mac > 0) op.add_flops(Unit::vector, p.alu_format, p.alu_ops_per_mac * rows * s.top_k * s.n * s.k);
+    op.launches *= p.launches;
+    return op;
+}
+
+double moe_utilization(const OpSlot& s, const PhaseOptions& options, double routed, double active, const LinearPath& p) {
+    if (p.unit != Unit::matrix) return 1.0;
+    const KernelOccupancy o = p.occupancy_on(options.device_family);
+    return ops::moe_gemm_utilization(routed, active, s.n, p.tile_m, p.tile_n, options.compute_units * o.tiles_per_unit,
+                                     s.experts > 0 ? std::min(1.0, s.top_k / s.experts) : 1.0, o.stream_k, o.split_k) *
+           o.efficiency;
+}
+
 OpCost linear_dequant_pass(const OpSlot& s, const LinearPath& p) {
     OpCost op;
     op.add_dequant(s.format, s.k * s.n * s.groups, p.dequant_overlapped);
@@ -508,9 +525,14 @@ OpCost slot_cost(const OpSlot& s, const PhaseOptions& options, double batch, dou
             if (extra > 0) op += linear_dequant_pass(s, p).scaled(extra);
             break;
         }
-        case SlotKind::moe:
-            op = ops::moe_gemm(rows, s.top_k, s.experts, s.n, s.k, act, s.format, act, s.paths.back().dequant_overlapped);
+        case SlotKind::moe: {
+            const LinearPath& p = s.paths[linear_path(s, rows)];
+            op = moe_path_gemm(s, options, rows, p);
+            if (p.unit == Unit::matrix)
+                op.set_utilization(Unit::matrix, moe_utilization(s, options, rows * s.top_k,
+                                                                 ops::expected_active_experts(s.experts, s.top_k, rows), p));
             break;
+        }
         case SlotKind::attention: {
             const double context = past + tokens;
             if (s.latent > 0) {  // MLA: absorbed in decode, expanded in prefill

@@ -160,7 +160,9 @@ inline std::size_t plan_path(const PlanSlot& s, double rows) {
 // BreakdownRow::compute of a slot at `rows` rows: the format and unit of the linear kernel those rows run.
 std::function<std::string()> slot_compute(const PlanSlot& s, double rows) {
     return [&s, rows] {
-        if (s.op->kind != SlotKind::linear || s.paths.empty() || s.paths.size() != s.op->paths.size()) return std::string();
+        if ((s.op->kind != SlotKind::linear && s.op->kind != SlotKind::moe) || s.paths.empty() ||
+            s.paths.size() != s.op->paths.size())
+            return std::string();
         const std::size_t i = plan_path(s, rows);
         return std::string(dtype_name(s.paths[i].compute)) + " " + std::string(unit_name(s.op->paths[i].unit));
     };
@@ -202,9 +204,14 @@ inline void slot_times(OpTimes& t, const PlanSlot& s, const PhaseOptions& option
             if (p.matrix) util = cache.get(s, p, k, options, rows);
             break;
         }
-        case SlotKind::moe:
-            set_affine(t, s.base, rows * s.op->top_k, s.per_row, ops::expected_active_experts(s.op->experts, s.op->top_k, rows), s.extra);
+        case SlotKind::moe: {
+            const std::size_t k = plan_path(s, rows);
+            const PlanSlot::Path& p = s.paths[k];
+            const double routed = rows * s.op->top_k, active = ops::expected_active_experts(s.op->experts, s.op->top_k, rows);
+            set_affine(t, p.base, routed, p.per_row, active, p.pass);
+            if (p.matrix) util = moe_utilization(*s.op, options, routed, active, s.op->paths[k]);
             break;
+        }
         case SlotKind::all_reduce: {
             const PlanSlot::Path& p = s.paths[all_reduce_path(s, rows)];
             set_affine(t, p.base, rows, p.per_row);
@@ -295,12 +302,16 @@ std::vector<OpCost> probes_of(const OpSlot& op, const PhaseOptions& o) {
             return p;
         }
         case SlotKind::moe: {
-            // one expert picked by every token: 0 tokens route nothing; 1 token 1 row to 1 active expert, 2 tokens 2
-            // rows to 1
+            // per kernel path, one expert picked by every token: 0 tokens route nothing; 1 token 1 row to 1 active
+            // expert, 2 tokens 2 rows to 1
             OpSlot one = op;
             one.experts = 1;
             one.top_k = 1;
-            return {slot_cost(one, o, 0, 1, 0), slot_cost(one, o, 1, 1, 0), slot_cost(one, o, 2, 1, 0)};
+            std::vector<OpCost> p;
+            p.reserve(3 * op.paths.size());
+            for (const LinearPath& lp : op.paths)
+                for (double rows : {0.0, 1.0, 2.0}) p.push_back(moe_path_gemm(one, o, rows, lp));
+            return p;
         }
         case SlotKind::attention: {
             OpSlot full = op;  // no sequence; one sequence at contexts 1 and 2 (inside any window)
@@ -552,13 +563,28 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
                     s.paths.push_back(path);
                 }
                 break;
-            case SlotKind::moe: {
-                s.base = times(0);
-                const OpTimes t1 = times(1), t2 = times(2);
-                s.per_row = t2 - t1;
-                s.extra = (t1 - s.base) - s.per_row;
+            case SlotKind::moe:
+                // per path: a fixed part, a part per routed row and one per active expert (the last in `pass`); the
+                // slot's own base / per_row / extra are its first path's (a decode step's balance, compute_bound_batch)
+                s.paths.reserve(op.paths.size());
+                for (std::size_t i = 0; i < op.paths.size(); ++i) {
+                    const LinearPath& lp = op.paths[i];
+                    PlanSlot::Path path;
+                    path.max_rows = lp.max_rows;
+                    path.matrix = lp.unit == Unit::matrix;
+                    path.compute = lp.compute;
+                    for (const auto& [from, to] : retag)
+                        if (path.matrix && lp.compute == from) path.compute = to;
+                    path.base = times(3 * i);
+                    const OpTimes t1 = times(3 * i + 1), t2 = times(3 * i + 2);
+                    path.per_row = t2 - t1;
+                    path.pass = (t1 - path.base) - path.per_row;
+                    s.paths.push_back(path);
+                }
+                s.base = s.paths[0].base;
+                s.per_row = s.paths[0].per_row;
+                s.extra = s.paths[0].pass;
                 break;
-            }
             case SlotKind::attention: {
                 s.base = times(0);
                 const OpTimes c1 = times(1), c2 = times(2);
@@ -991,7 +1017,10 @@ PhaseSums EstimatePlan::Impl::step(double token_rows, double sequence_rows, cons
                 routed = experts->global_tokens * k / experts->ranks;
                 active = ops::expected_active_experts(e, k, experts->global_tokens) / experts->ranks;
             }
-            set_affine(t, s.base, routed * experts->imbalance, s.per_row, active, s.extra);
+            const std::size_t pk = plan_path(s, rows);  // the kernel of this rank's token count
+            const PlanSlot::Path& p = s.paths[pk];
+            set_affine(t, p.base, routed * experts->imbalance, p.per_row, active, p.pass);
+            if (p.matrix) util = moe_utilization(*s.op, options, routed * experts->imbalance, active, s.op->paths[pk]);
         } else {
             slot_times(t, s, options, rows, util, cache);
         }

@@ -78,6 +78,23 @@ TEST_CASE("gemm utilization: whole waves of tiles, unless the kernel decomposes 
     CHECK(gemm_utilization(4096, 128, 128, 128, 20, false, false) == gemm_utilization(4096, 128, 128, 128, 20));
 }
 
+TEST_CASE("grouped (MoE) GEMM utilization: each expert's rows in row tiles of their own") {
+    using roofline::ops::gemm_utilization;
+    using roofline::ops::moe_gemm_utilization;
+    // 4096 rows over 128 experts, 32 on average in 32-row tiles: binomial shares exceed 32 about half the time, so an
+    // expert takes 1 + P(rows > 32) + ... = 1.47 tiles; 768 features in 64-wide tiles; many waves over 40 processors
+    const double u = moe_gemm_utilization(4096, 128, 768, 32, 64, 40, 8.0 / 128);
+    const double tiles = 128 * (1 + 0.5 * std::erfc(0.5 / std::sqrt(2 * 32 * (1 - 8.0 / 128)))) * 12;
+    CHECK(u == doctest::Approx(4096.0 * 768 / (std::ceil(tiles / 40) * 40 * 32 * 64)));
+    CHECK(u == doctest::Approx(1 / 1.47).epsilon(0.02));
+    // one expert taking every token (pick 1): no scatter, a plain GEMM's tiles
+    CHECK(moe_gemm_utilization(512, 1, 4096, 128, 128, 132, 1) == doctest::Approx(gemm_utilization(512, 4096, 128, 128, 132)));
+    CHECK(moe_gemm_utilization(500, 1, 4096, 128, 128, 108, 1) == doctest::Approx(gemm_utilization(500, 4096, 128, 128, 108)));
+    CHECK(moe_gemm_utilization(0, 0, 4096, 128, 128, 132, 0.5) == 1.0);
+    CHECK_THROWS_AS(moe_gemm_utilization(4096, 128, 768, 32, 64, 40, 1.5), InvalidArgument);
+    CHECK(moe_gemm_utilization(4096, 128, 768, 32, 64, 40, 8.0 / 128) <= 1.0);
+}
+
 TEST_CASE("gemv is the m = 1 gemm on vector units") {
     const OpCost v = gemv(4096, 4096, DType::fp16);
     const OpCost g = gemm(1, 4096, 4096, DType::fp16);

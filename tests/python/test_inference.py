@@ -259,3 +259,29 @@ def test_llama_cpp_prompts_on_m5_run_on_the_neural_accelerators():
     assert ffn.flops_per_s > 2 * rp.device("m5-10c").peak_flops("fp16", "vector")  # above the whole SIMD peak
     assert m5.prefill_tokens_per_s > 2.5 * m4.prefill_tokens_per_s
     assert 1.0 < m5.decode_tokens_per_s / m4.decode_tokens_per_s < 153 / 120 * 1.02  # bandwidth, not compute
+
+
+def test_moe_experts_run_the_engines_kernels_with_their_own_row_tiles():
+    """MoE expert GEMMs take the engine's kernel for the weight format and token count, as a dense layer's do:
+    llama.cpp's quantized experts run MMQ on int8 tensor cores at a prompt (MMVQ for a token), not fp32 GEMMs. Each
+    expert's rows fill row tiles of their own, so 128 experts sharing 512 tokens x 8 run below the same FLOPs
+    through 8 experts (32 rows each on average, scattered: about 1.5 tiles of 32 rows per expert)."""
+    def moe(experts, top_k):
+        return rp.Model.from_hf_config({
+            "architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "hidden_size": 2048,
+            "intermediate_size": 6144, "moe_intermediate_size": 768, "num_hidden_layers": 1, "num_attention_heads": 32,
+            "num_key_value_heads": 4, "head_dim": 128, "num_experts": experts, "num_experts_per_tok": top_k,
+            "vocab_size": 151936, "max_position_embeddings": 40960, "rms_norm_eps": 1e-6, "torch_dtype": "bfloat16",
+            "norm_topk_prob": True, "decoder_sparse_step": 1, "mlp_only_layers": []})
+
+    def expert_op(model, quant, device, tokens):
+        b = rp.estimate(model=model, quant=quant, device=device, prompt_tokens=tokens, gen_tokens=0,
+                        flash_attention=True).breakdown
+        return b[(b.phase == "prefill") & (b.op == "ffn_up_exps")].iloc[0]
+
+    assert expert_op(moe(128, 8), "Q4_K_M", "h100-sxm", 512).compute == "int8 matrix"  # MMQ
+    assert expert_op(moe(128, 8), "Q4_K_M", "h100-sxm", 4).compute == "fp32 vector"    # MMVQ
+    sparse = expert_op(moe(128, 8), "BF16", "m4-max-40c", 512)
+    dense = expert_op(moe(8, 8), "BF16", "m4-max-40c", 512)
+    assert sparse.flops == pytest.approx(dense.flops, rel=1e-9)
+    assert dense.flops_per_s / sparse.flops_per_s == pytest.approx(1.47, abs=0.05)

@@ -173,6 +173,13 @@ inline std::size_t linear_path(const OpSlot& s, double rows) {
 /// A linear slot's GEMM over `rows` rows through path `p`, with utilization 1 and its weights dequantized once: the
 /// multiply-adds on p's unit in p's compute format, p's ALU work per multiply-add on its lanes, p's launches.
 OpCost linear_gemm(const OpSlot& slot, const PhaseOptions& options, double rows, const LinearPath& p);
+/// A moe slot's expert GEMMs for `rows` token rows through path `p` (the path of the token count, as ggml's
+/// MUL_MAT_ID chooses its kernel), with utilization 1: ops::moe_gemm with the multiply-adds on p's unit in p's
+/// compute format, p's ALU work per multiply-add of the routed rows on its lanes, p's launches.
+OpCost moe_path_gemm(const OpSlot& slot, const PhaseOptions& options, double rows, const LinearPath& p);
+/// Fraction of the matrix units a moe slot's path keeps busy with `routed` rows over `active` experts
+/// (ops::moe_gemm_utilization on p's tiles and occupancy × its efficiency); 1 on vector units.
+double moe_utilization(const OpSlot& slot, const PhaseOptions& options, double routed, double active, const LinearPath& p);
 /// A linear slot's weights dequantized once more (vector FLOPs): what each further block of rows costs a kernel
 /// that dequantizes per block (LinearPath::dequant_every_rows > 0).
 OpCost linear_dequant_pass(const OpSlot& slot, const LinearPath& p);

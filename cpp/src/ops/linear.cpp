@@ -53,14 +53,14 @@ double expected_active_experts(double experts, double top_k, double tokens) {
 }
 
 OpCost moe_gemm(double tokens, double top_k, double experts, double n, double k, const Format& a, const Format& b,
-                const Format& c, bool dequant_overlapped) {
+                const Format& c, bool dequant_overlapped, Unit unit) {
     check_count("moe_gemm n", n);
     check_count("moe_gemm k", k);
     const double active = expected_active_experts(experts, top_k, tokens);
     const double routed = tokens * top_k;
     OpCost op;
     op.name = "moe_gemm";
-    op.add_flops(Unit::matrix, a.compute, 2.0 * routed * n * k);
+    op.add_flops(unit, a.compute, 2.0 * routed * n * k);
     op.add_dequant(b, active * k * n, dequant_overlapped);
     op.add_dram(routed * k * a.bytes_per_element() + active * k * n * b.bytes_per_element(),
                 routed * n * c.bytes_per_element());
@@ -85,6 +85,29 @@ double gemm_utilization(double m, double n, double tile_m, double tile_n, double
     double slots = std::ceil(tiles / units) * units;
     if (stream_k ? tiles / slots < 0.9 : split_k && tiles < units) slots = tiles;
     return (m * n) / (slots * tm * tile_n);
+}
+
+double moe_gemm_utilization(double routed, double active, double n, double tile_m, double tile_n, double units,
+                            double pick, bool stream_k, bool split_k) {
+    check_size("tile_m", tile_m, true);
+    check_size("tile_n", tile_n, true);
+    check_size("units", units, true);
+    if (routed <= 0 || n <= 0 || active <= 0) return 1.0;
+    const double per_expert = routed / active;  // the mean; each expert's count scatters around it
+    double tm = 16;
+    while (tm < per_expert && tm < tile_m) tm *= 2;
+    tm = std::min(tm, tile_m);
+    // row tiles per active expert: E[ceil(X / tm)] = 1 + Σ_j P(X > j·tm), X the expert's rows, binomial with this mean
+    // (routing independent per token), taken normal (continuity-corrected); sd 0: the mean's ceiling
+    if (!(pick >= 0 && pick <= 1)) throw InvalidArgument("moe_gemm_utilization pick (top_k / experts) must be in [0, 1], got " + std::to_string(pick));
+    double row_tiles = 1;
+    const double sd = std::sqrt(per_expert * (1 - pick));
+    for (double j = 1; j * tm < per_expert + 8 * sd + tm; ++j)
+        row_tiles += 0.5 * std::erfc((j * tm + 0.5 - per_expert) / (std::sqrt(2.0) * sd));
+    const double tiles = active * row_tiles * std::ceil(n / tile_n);
+    double slots = std::ceil(tiles / units) * units;
+    if (stream_k ? tiles / slots < 0.9 : split_k && tiles < units) slots = tiles;
+    return (routed * n) / (slots * tm * tile_n);
 }
 
 }  // namespace roofline::ops

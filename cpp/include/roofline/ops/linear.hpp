@@ -39,9 +39,10 @@ double expected_active_experts(double experts, double top_k, double tokens);
 /// Mixture-of-experts projection: `tokens` tokens, each through `top_k` of `experts` experts' B[k×n].
 /// FLOPs 2·tokens·top_k·n·k (+ dequantization of the weights read); DRAM: each routed token's activation read
 /// (tokens·top_k·k), its output written (tokens·top_k·n), and the weights of the expected active experts
-/// (expected_active_experts · k·n). One launch.
+/// (expected_active_experts · k·n). One launch. The multiply-adds run on `unit` (a mat-vec kernel's vector lanes, or
+/// matrix units) in a's compute format.
 OpCost moe_gemm(double tokens, double top_k, double experts, double n, double k, const Format& a, const Format& b,
-                const Format& c, bool dequant_overlapped = true);
+                const Format& c, bool dequant_overlapped = true, Unit unit = Unit::matrix);
 
 /// Fraction of `units` parallel processors a GEMM of m×n output keeps busy when the output is cut into tiles,
 /// one per processor at a time: (m·n) / (tiles padded to whole tiles, and to whole waves of `units`). The row
@@ -53,5 +54,14 @@ OpCost moe_gemm(double tokens, double top_k, double experts, double n, double k,
 /// block per output tile and nothing more (ggml's MMQ without stream-K) leaves the processors beyond its tiles idle.
 double gemm_utilization(double m, double n, double tile_m, double tile_n, double units, bool stream_k = false,
                         bool split_k = true);
+
+/// gemm_utilization of a grouped GEMM (one launch over the active experts, as MUL_MAT_ID / fused-MoE kernels run
+/// them): `routed` rows over `active` experts, each expert's rows cut into their own row tiles (the smallest power of
+/// two from 16 to tile_m covering the mean share), all experts' tiles in waves over `units`. An expert's rows scatter
+/// around the mean (each token picks an expert with probability `pick` = top_k / experts: binomial, variance
+/// mean·(1 − pick), taken normal), so its expected row tiles are 1 + Σ_j P(rows > j·tile), not the mean's ceiling:
+/// 32 rows on average in 32-row tiles take 1.47 tiles at pick 1/16; one expert taking every token (pick 1) has none.
+double moe_gemm_utilization(double routed, double active, double n, double tile_m, double tile_n, double units,
+                            double pick, bool stream_k = false, bool split_k = true);
 
 }  // namespace roofline::ops
