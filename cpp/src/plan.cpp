@@ -510,6 +510,16 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
                     if (f.unit == Unit::matrix && f.format == from) f.format = to;
             return times_of(c, dev);
         };
+        // a linear or moe path's kernel thresholds, unit and compute format here (its fallback where retagged)
+        auto kernel_path = [&retag](const LinearPath& lp) {
+            PlanSlot::Path path;
+            path.max_rows = lp.max_rows;
+            path.matrix = lp.unit == Unit::matrix;
+            path.compute = lp.compute;
+            for (const auto& [from, to] : retag)
+                if (path.matrix && lp.compute == from) path.compute = to;
+            return path;
+        };
         switch (op.kind) {
             case SlotKind::rows:
                 s.base = times(0);
@@ -537,12 +547,7 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
                 s.paths.reserve(op.paths.size());
                 for (std::size_t i = 0; i < op.paths.size(); ++i) {
                     const LinearPath& lp = op.paths[i];
-                    PlanSlot::Path path;
-                    path.max_rows = lp.max_rows;
-                    path.matrix = lp.unit == Unit::matrix;
-                    path.compute = lp.compute;
-                    for (const auto& [from, to] : retag)
-                        if (path.matrix && lp.compute == from) path.compute = to;
+                    PlanSlot::Path path = kernel_path(lp);
                     // linear_extra_dequant_passes(op, lp, rows) = ceil(rows / every) - 1 where it is not 0
                     path.dequant_every_rows = linear_extra_dequant_passes(op, lp, 2 * lp.dequant_every_rows) > 0 ? lp.dequant_every_rows : 0.0;
                     path.base = times(3 * i);
@@ -568,13 +573,7 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
                 // slot's own base / per_row / extra are its first path's (a decode step's balance, compute_bound_batch)
                 s.paths.reserve(op.paths.size());
                 for (std::size_t i = 0; i < op.paths.size(); ++i) {
-                    const LinearPath& lp = op.paths[i];
-                    PlanSlot::Path path;
-                    path.max_rows = lp.max_rows;
-                    path.matrix = lp.unit == Unit::matrix;
-                    path.compute = lp.compute;
-                    for (const auto& [from, to] : retag)
-                        if (path.matrix && lp.compute == from) path.compute = to;
+                    PlanSlot::Path path = kernel_path(op.paths[i]);
                     path.base = times(3 * i);
                     const OpTimes t1 = times(3 * i + 1), t2 = times(3 * i + 2);
                     path.per_row = t2 - t1;
