@@ -79,7 +79,7 @@ def test_every_kernel_occupancy_names_a_device_family_the_database_has():
                     assert family in families, (e, b.backend, k.name, family, sorted(families))
                     assert o["source"], (e, b.backend, k.name, family)
                     named.add(family)
-    assert "amd-rdna3.5" in named
+    assert {"amd-rdna3", "amd-rdna3.5", "amd-rdna4"} <= named
 
 
 def test_llama_cpp_mmq_tiles_per_rdna_workgroup_processor_without_split_k():
@@ -95,3 +95,18 @@ def test_llama_cpp_mmq_tiles_per_rdna_workgroup_processor_without_split_k():
         r = b[(b.phase == "prefill") & (b.op == "ffn_up")].iloc[0]
         return r.flops / r.seconds
     assert rate(1024) / rate(4096) == pytest.approx(0.5, abs=0.08)
+
+
+def test_llama_cpp_mmq_occupies_every_rdna_generation_as_ggml_configures_it():
+    """ggml's RDNA3, RDNA3.5 and RDNA4 MMQ configurations all have stream_k false and HIP counts WGPs on each: every
+    MMQ kernel of the ROCm backend holds a tile per WGP without split-K on all three, and the devices of those
+    families resolve to them."""
+    rocm = next(b for b in rp.engine("llama.cpp").backends if b.backend == "rocm")
+    mmq = [k for k in rocm.linear_kernels if k.name.startswith("mul_mat_q (MMQ)")]
+    assert len(mmq) == 3
+    for k in mmq:
+        for family in ("amd-rdna3", "amd-rdna3.5", "amd-rdna4"):
+            o = k.by_family[family]
+            assert (o["tiles_per_unit"], o["split_k"]) == (0.5, False), (k.name, family, o)
+    assert {rp.device(d).family for d in ("rx-7900-xtx", "rx-9070-xt", "strix-halo")} == {
+        "amd-rdna3", "amd-rdna4", "amd-rdna3.5"}

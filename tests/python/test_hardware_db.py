@@ -14,7 +14,7 @@ FILES = sorted(p for p in DB.glob("*.json") if p.name != "schema.json")
 REQUIRED = [
     "v100-sxm2", "a100-sxm-40gb", "a100-sxm-80gb", "a100-pcie-40gb", "a100-pcie-80gb", "h100-sxm", "h100-pcie",
     "h200-sxm", "b200", "gb10", "l40s", "rtx-a6000", "rtx-pro-6000-blackwell", "rtx-3060-12gb", "rtx-3090",
-    "rtx-4090", "rtx-5090", "mi300x",
+    "rtx-4090", "rtx-5090", "mi300x", "ryzen-ai-max-395", "rx-7900-xtx", "rx-9070-xt",
     "m1-7c", "m1-8c", "m1-pro-14c", "m1-pro-16c", "m1-max-24c", "m1-max-32c", "m1-ultra-48c", "m1-ultra-64c",
     "m2-8c", "m2-10c", "m2-pro-16c", "m2-pro-19c", "m2-max-30c", "m2-max-38c", "m2-ultra-60c", "m2-ultra-76c",
     "m3-8c", "m3-10c", "m3-pro-14c", "m3-pro-18c", "m3-max-30c", "m3-max-40c", "m3-ultra-60c", "m3-ultra-80c",
