@@ -14,7 +14,8 @@ FILES = sorted(p for p in DB.glob("*.json") if p.name != "schema.json")
 REQUIRED = [
     "v100-sxm2", "a100-sxm-40gb", "a100-sxm-80gb", "a100-pcie-40gb", "a100-pcie-80gb", "h100-sxm", "h100-pcie",
     "h200-sxm", "b200", "gb10", "l40s", "rtx-a6000", "rtx-pro-6000-blackwell", "rtx-3060-12gb", "rtx-3090",
-    "rtx-4090", "rtx-5090", "mi300x", "ryzen-ai-max-395", "rx-7900-xtx", "rx-9070-xt",
+    "rtx-4090", "rtx-5090", "mi300x", "ryzen-ai-max-395", "rx-7900-xtx", "rx-7900-xt",
+    "rx-9070-xt", "rx-9070", "radeon-ai-pro-r9700",
     "m1-7c", "m1-8c", "m1-pro-14c", "m1-pro-16c", "m1-max-24c", "m1-max-32c", "m1-ultra-48c", "m1-ultra-64c",
     "m2-8c", "m2-10c", "m2-pro-16c", "m2-pro-19c", "m2-max-30c", "m2-max-38c", "m2-ultra-60c", "m2-ultra-76c",
     "m3-8c", "m3-10c", "m3-pro-14c", "m3-pro-18c", "m3-max-30c", "m3-max-40c", "m3-ultra-60c", "m3-ultra-80c",
@@ -88,6 +89,30 @@ def test_apple_gpu_flops_are_cores_x_128_x_2_x_clock(path):
         assert c["peak_TFLOPS"] * 1e12 == pytest.approx(cores * 1024 * clock, rel=2e-3)
         assert c["peak_TFLOPS"] == pytest.approx(4 * fp32["peak_TFLOPS"], rel=2e-3)
         assert "Zakharko" in c["source"] or "fp16 matrix peak" in c["source"]
+
+
+# FLOP per CU and clock: the VALU with dual issue (FP32 256, packed FP16 512) and GPUOpen's WMMA table (RDNA 3:
+# FP16 / BF16 / I8 512; RDNA 4: 1024 / 1024 / 2048, FP8 2048)
+RDNA_PER_CU = {
+    "amd-rdna3": {("fp32", "vector"): 256, ("fp16", "vector"): 512, ("fp16", "matrix"): 512, ("bf16", "matrix"): 512,
+                  ("int8", "matrix"): 512},
+    "amd-rdna4": {("fp32", "vector"): 256, ("fp16", "vector"): 512, ("fp16", "matrix"): 1024, ("bf16", "matrix"): 1024,
+                  ("fp8_e4m3", "matrix"): 2048, ("fp8_e5m2", "matrix"): 2048, ("int8", "matrix"): 2048},
+}
+
+
+RADEON = [p for p in FILES if json.loads(p.read_text())["family"] in RDNA_PER_CU]
+
+
+@pytest.mark.parametrize("path", RADEON, ids=[p.stem for p in RADEON])
+def test_radeon_peaks_are_cus_x_rate_per_cu_x_clock(path):
+    doc = json.loads(path.read_text())
+    rates = RDNA_PER_CU[doc["family"]]
+    cus, clock = doc["compute_units"]["count"], doc["clocks"]["boost_MHz"] * 1e6
+    assert {(c["format"], c["unit"]) for c in doc["compute"]} == set(rates)
+    for c in doc["compute"]:
+        assert c["peak_TFLOPS"] * 1e12 == pytest.approx(cus * rates[c["format"], c["unit"]] * clock, rel=2e-3), c["format"]
+    assert doc["memory"]["sram"]["per_unit_KiB"] * 2 == 128  # 128 KiB of LDS per two-CU WGP
 
 
 def _same(a, b, where=""):
