@@ -741,11 +741,15 @@ Model Model::from_gguf(const GgufFile& f) {
         }
         for (auto d : tensor.shape) w.shape.push_back(static_cast<double>(d));
         const bool bias = base.size() != w.name.size() && w.name.compare(base.size(), 5, ".bias") == 0;
-        if (!bias && (is_linear_role(w.role) || w.role == "ffn_gate_inp") && w.shape.size() < 2) {
+        // MLA's per-head up-projections are stacks of one matrix per head: [rows, columns, heads]
+        const bool per_head = w.role == "attn_k_b" || w.role == "attn_v_b";
+        const std::size_t dims = per_head ? 3 : 2;
+        if (!bias && (is_linear_role(w.role) || w.role == "ffn_gate_inp") && w.shape.size() < dims) {
             std::string shape;
             for (auto d : tensor.shape) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
             throw InvalidArgument(f.origin + ": tensor '" + w.name + "' has shape [" + shape + "]; a '" + w.role +
-                                  "' weight must be a matrix (2 or more dimensions)");
+                                  (per_head ? "' weight must be a stack of per-head matrices (3 dimensions)"
+                                            : "' weight must be a matrix (2 or more dimensions)"));
         }
         m.tensors.push_back(std::move(w));
         m.file_types.push_back(tensor.type);
