@@ -99,8 +99,6 @@ RDNA_PER_CU = {
     "amd-rdna4": {("fp32", "vector"): 256, ("fp16", "vector"): 512, ("fp16", "matrix"): 1024, ("bf16", "matrix"): 1024,
                   ("fp8_e4m3", "matrix"): 2048, ("fp8_e5m2", "matrix"): 2048, ("int8", "matrix"): 2048},
 }
-
-
 RADEON = [p for p in FILES if json.loads(p.read_text())["family"] in RDNA_PER_CU]
 
 
@@ -111,7 +109,8 @@ def test_radeon_peaks_are_cus_x_rate_per_cu_x_clock(path):
     cus, clock = doc["compute_units"]["count"], doc["clocks"]["boost_MHz"] * 1e6
     assert {(c["format"], c["unit"]) for c in doc["compute"]} == set(rates)
     for c in doc["compute"]:
-        assert c["peak_TFLOPS"] * 1e12 == pytest.approx(cus * rates[c["format"], c["unit"]] * clock, rel=2e-3), c["format"]
+        per_cu = rates[c["format"], c["unit"]]
+        assert c["peak_TFLOPS"] * 1e12 == pytest.approx(cus * per_cu * clock, rel=2e-3), c["format"]
     assert doc["memory"]["sram"]["per_unit_KiB"] * 2 == 128  # 128 KiB of LDS per two-CU WGP
 
 
