@@ -93,12 +93,14 @@ void register_engine(py::module_& m) {
         .def(
             "runs_quantization",
             [](const Engine& e, const Model& model, const std::string& quant) {
-                const auto formats = estimate_tensor_formats(model, quant);
+                const auto formats = estimate_tensor_formats(model, e.quant_for(quant));
                 for (std::size_t i = 0; i < formats.size(); ++i)
                     if (model.tensors[i].shape.size() >= 2 && !e.runs(formats[i].format)) return false;
                 return true;
             },
             py::arg("model"), py::arg("quant"), "Whether the engine runs every weight matrix of the model under the quantization")
+        .def("quant_for", &Engine::quant_for, py::arg("quant"),
+             "The quantization a name means on this engine: 'mxfp4' is the MXFP4_MOE file type on engines that load GGUF files")
         .def("to_json", &Engine::to_json, py::arg("indent") = 2)
         .def("__repr__", [](const Engine& e) { return "<Engine " + e.id + ": " + e.name + ">"; });
 

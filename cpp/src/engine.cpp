@@ -67,6 +67,15 @@ void Engine::check_runs(const Format& weight, std::string_view quant) const {
                           "; it runs: " + list);
 }
 
+std::string Engine::quant_for(std::string_view quant) const {
+    // llama-quantize writes MXFP4 as the MXFP4_MOE file type (stacked experts in MXFP4, the other matrices in Q8_0;
+    // llama_quant.cpp has the rule), the type gpt-oss GGUFs carry; read as the GPU checkpoint format, the name would
+    // put every matrix in FP4 on tensor cores with no dequantization, which no ggml kernel does
+    if (to_lower(quant) == "mxfp4" && std::find(weight_formats.begin(), weight_formats.end(), "ggml") != weight_formats.end())
+        return "MXFP4_MOE";
+    return std::string(quant);
+}
+
 std::string ServingPolicy::kv_dtype_for(const std::string& quant, const std::string& activation_format) const {
     auto it = kv_dtype_by_weights.find(to_lower(quant));
     return it != kv_dtype_by_weights.end() ? it->second : activation_format;

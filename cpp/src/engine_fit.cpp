@@ -79,7 +79,8 @@ struct Predictor {
     }
     double one(const std::shared_ptr<const Engine>& e, const ValidationCase& x) const {
         const Workload& w = x.workload;
-        const EstimatePlan plan(*x.model, *x.device, PlanConfig::of(w, e), &formats.at(std::make_pair(x.model, w.quant)));
+        const bool own = e->quant_for(w.quant) != w.quant;  // the engine reads the name its own way
+        const EstimatePlan plan(*x.model, *x.device, PlanConfig::of(w, e), own ? nullptr : &formats.at(std::make_pair(x.model, w.quant)));
         const EstimateRow r = plan.evaluate(w.batch, w.prompt_tokens, w.gen_tokens, w.context_tokens, nullptr);
         return w.gen_tokens > 0 ? r.decode_tokens_per_s : r.prefill_tokens_per_s;
     }

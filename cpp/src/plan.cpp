@@ -371,7 +371,7 @@ std::shared_ptr<const PlanStructure> make_structure(const Model& model, const Pl
             throw InvalidArgument("estimate plan: one format per weight tensor is needed (" + std::to_string(model.tensors.size()) +
                                   "), got " + std::to_string(formats->size()));
     } else {
-        own = estimate_tensor_formats(model, config.quant);
+        own = estimate_tensor_formats(model, s.engine->quant_for(config.quant));
     }
     const std::vector<TensorFormat>& f = formats ? *formats : own;
     {  // matrices: norms and biases are stored as the engine likes; each distinct format checked once
@@ -764,7 +764,7 @@ EstimatePlan::EstimatePlan(const Model& model, const Device& device, const PlanC
     const EngineBackend& backend = eng->on(device);
     parse_kv_format(config.kv_dtype);
     std::vector<TensorFormat> own;  // an unknown quantization is named before the interconnect
-    if (!formats) own = estimate_tensor_formats(model, config.quant);
+    if (!formats) own = estimate_tensor_formats(model, eng->quant_for(config.quant));
     interconnect_for(device, config.tensor_parallel);
     impl_ = std::make_shared<const Impl>(device_for_engine(device, backend),
                                          make_structure(model, config, backend.backend, formats ? formats : &own));

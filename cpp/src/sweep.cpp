@@ -366,7 +366,9 @@ Plans build_plans(const SweepAxes& a, const std::vector<Config>& configs, int th
             if (!format_ok[f]) rethrow(format_failures[f]);
             if (first[i] != i && structures[first[i]])
                 structures[i] = structure_for_backend(*structures[first[i]], backend_names()[k[2]]);
-            if (!structures[i]) structures[i] = make_structure(*a.models[k[0]], pc, backend_names()[k[2]], &formats[f]);
+            // formats shared per (model, quant) unless the engine reads the quantization's name its own way
+            const bool own = engines[k[3]]->quant_for(pc.quant) != pc.quant;
+            if (!structures[i]) structures[i] = make_structure(*a.models[k[0]], pc, backend_names()[k[2]], own ? nullptr : &formats[f]);
         });
     };
     std::vector<std::size_t> firsts, others;

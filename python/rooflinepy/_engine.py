@@ -126,6 +126,11 @@ class Engine:
 
         return bool(self._core.runs_quantization(_model(model)._core, quant))
 
+    def quant_for(self, quant: str) -> str:
+        """The quantization `quant` names on this engine: on the llama.cpp engines, which load GGUF files, ``"mxfp4"``
+        is the ``MXFP4_MOE`` file type (experts in MXFP4, the other matrices in Q8_0); any other name as it is."""
+        return str(self._core.quant_for(quant))
+
     def to_json(self, indent: int = 2) -> str:
         """The engine as JSON, every backend resolved."""
         return self._core.to_json(indent)

@@ -608,6 +608,14 @@ TEST_CASE("llama.cpp on Vulkan: mat-vec shaders up to 8 tokens, cooperative-matr
     CHECK(engine_db().get("llama.cpp-vulkan").native_backend.at("amd") == "vulkan");
 }
 
+TEST_CASE("quant_for: 'mxfp4' is the MXFP4_MOE file type on the engines that load GGUF files") {
+    CHECK(engine("llama.cpp")->quant_for("MXFP4") == "MXFP4_MOE");
+    CHECK(engine("llama.cpp-metal")->quant_for("mxfp4") == "MXFP4_MOE");
+    CHECK(engine("llama.cpp")->quant_for("Q4_K_M") == "Q4_K_M");
+    CHECK(engine("vllm")->quant_for("mxfp4") == "mxfp4");
+    CHECK(engine("mlx")->quant_for("mxfp4") == "mxfp4");
+}
+
 TEST_CASE("to_json round-trips every engine through parse_engine") {
     for (const Engine& e : engine_db().engines()) {
         CAPTURE(e.id);

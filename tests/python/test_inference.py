@@ -246,6 +246,30 @@ def test_what_cannot_run_is_a_clear_error_the_same_everywhere():
     assert h100.prefill_tokens_per_s > 1.3 * bf16.prefill_tokens_per_s  # fp8 tensor cores: twice the bf16 rate
 
 
+def test_mxfp4_on_llama_cpp_is_the_gguf_file_type_on_gpu_engines_the_checkpoint_format():
+    """gpt-oss GGUFs are llama-quantize's MXFP4_MOE type (experts in MXFP4, other matrices Q8_0), the only way
+    llama.cpp holds MXFP4: "MXFP4" with a llama.cpp engine means that file, its matrices on ggml's quantized kernels
+    (MMQ: int8 tensor cores after the activations' q8_1 conversion), in the estimate and the sweep alike. On vLLM the
+    name stays the Hugging Face checkpoint format."""
+    kw = dict(model="gpt-oss-20b", device="gb10", prompt_tokens=2048, gen_tokens=32)
+    named, mix = rp.estimate(quant="MXFP4", **kw), rp.estimate(quant="MXFP4_MOE", **kw)
+    assert rp.engine("llama.cpp").quant_for("mxfp4") == "MXFP4_MOE"
+    assert rp.engine("vllm").quant_for("MXFP4") == "MXFP4"
+    assert named.weight_bytes == mix.weight_bytes
+    assert named.decode_tokens_per_s == pytest.approx(mix.decode_tokens_per_s, rel=1e-12)
+    b = named.breakdown
+    pre = b[b.phase == "prefill"].set_index("op")
+    assert pre.loc["ffn_gate_exps", "compute"] == "int8 matrix"  # MMQ, not a float GEMM
+    assert pre.loc["attn_q", "compute"] == "int8 matrix"  # the Q8_0 attention of the mix
+    assert rp.estimate(quant="MXFP4", engine="vllm", **kw).weight_bytes < mix.weight_bytes  # no Q8_0 matrices
+    t = rp.sweep(models=["gpt-oss-20b"], quants=["MXFP4"], devices=["gb10"], engine=["llama.cpp", "vllm"],
+                 prompt_tokens=2048, gen_tokens=32)
+    row = t[t.engine == "llama.cpp"].iloc[0]
+    assert row.decode_tokens_per_s == pytest.approx(named.decode_tokens_per_s, rel=1e-9)
+    assert row.prefill_tokens_per_s == pytest.approx(named.prefill_tokens_per_s, rel=1e-9)
+    assert rp.engine("llama.cpp").runs("gpt-oss-20b", "MXFP4")
+
+
 def test_llama_cpp_prompts_on_m5_run_on_the_neural_accelerators():
     """llama.cpp's Metal backend multiplies prompt batches through the tensor API on M5 (ggml-metal-device.m), so its
     GEMMs run at the per-core accelerators' fp16 rate, 4x the SIMD rate per core and clock: a 10-core M5's pp512 is

@@ -230,6 +230,10 @@ public:
     bool runs(const Format& weight) const;
     /// InvalidArgument naming the engine, the format and what it runs when it does not run `weight`.
     void check_runs(const Format& weight, std::string_view quant) const;
+    /// The quantization `quant` names on this engine: on an engine that loads GGUF files ("ggml" in weight_formats)
+    /// "mxfp4" is the MXFP4_MOE file type (the only way llama.cpp stores MXFP4), not the GPU checkpoint format of that
+    /// name; every other name as it is.
+    std::string quant_for(std::string_view quant) const;
 
     /// The backend the engine runs on for this device. Throws InvalidArgument naming the engine and the vendor
     /// when the engine does not run on that vendor's devices.

@@ -562,6 +562,10 @@ class Engine:
         """
         The backend the engine runs on for a device
         """
+    def quant_for(self, quant: str) -> str:
+        """
+        The quantization a name means on this engine: 'mxfp4' is the MXFP4_MOE file type on engines that load GGUF files
+        """
     def runs_quantization(self, model: Model, quant: str) -> bool:
         """
         Whether the engine runs every weight matrix of the model under the quantization
