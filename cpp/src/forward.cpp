@@ -239,7 +239,8 @@ bool replicated_under_tensor_parallel(const WeightTensor& w, const PhaseOptions&
     // the MTP module's projection of [embedding; hidden]: a plain nn.Linear on every rank (vLLM deepseek_mtp.py,
     // SGLang deepseek_nextn.py)
     if (r == "mtp_eh_proj") return true;
-    return is_norm_role(r) || r == "position_embd" || (w.is_bias() && (r == "attn_output" || r == "ffn_down"));
+    return is_norm_role(r) || r == "position_embd" ||
+           (w.is_bias() && (r == "attn_output" || r == "ffn_down" || r == "ffn_down_exps" || r == "ffn_gate_inp"));
 }
 
 std::vector<OpSlot> forward_slots(const Model& model, const std::vector<TensorFormat>& formats, const PhaseOptions& options) {
@@ -292,7 +293,11 @@ std::vector<OpSlot> forward_slots(const Model& model, const std::vector<TensorFo
             const std::string& r = w.role;
             if (w.is_bias()) {
                 if (is_norm_role(r)) continue;  // counted by the layer norm
-                b.rows(r + ".bias", RowsBuilder::elementwise, w.elements() / (replicated_under_tensor_parallel(w, options) ? 1 : tp), 1, 2, 1);
+                // a bias add reads and writes each activation once; the bias, one row per kernel, stays in cache and
+                // is not counted. A stacked expert bias [n, experts] is added to the rows routed to each expert
+                // (llama.cpp ggml_add_id): top_k × n elements per token, not the whole stack
+                const double per_token = role_kind(r) == Role::experts ? a.n_expert_used * w.shape[0] : w.elements();
+                b.rows(r + ".bias", RowsBuilder::elementwise, per_token / (replicated_under_tensor_parallel(w, options) ? 1 : tp), 1, 1, 1);
                 continue;
             }
             switch (role_kind(r)) {

@@ -216,6 +216,13 @@ Architecture architecture_from_config(const nlohmann::json& c, const std::string
         const bool gemma = t.rfind("gemma", 0) == 0;
         a.tied_embeddings = flag(c, "tie_word_embeddings", gemma, origin);
         a.qkv_bias = flag(c, "attention_bias", t == "qwen2", origin);
+        // gpt-oss (transformers GptOssAttention, GptOssTopKRouter, GptOssExperts): o_proj takes attention_bias too
+        // (Qwen2 has biases on q, k, v only, without the key), the router and the experts' gate_up / down have biases,
+        // and each head a learned sink
+        if (t == "gpt_oss") {
+            a.o_bias = a.qkv_bias;
+            a.moe_bias = a.attn_sinks = true;
+        }
         a.qk_norm = (t == "qwen3" || t == "qwen3_moe" || t == "gemma3" || t == "gemma3_text");
         a.post_norms = (t == "gemma2" || t == "gemma3" || t == "gemma3_text");
         if (t == "phi3") a.fused_qkv = a.fused_gate_up = true;
@@ -350,17 +357,22 @@ std::vector<WeightTensor> tensors_of(const Architecture& a) {
             add("attn_q_norm", l, {a.head_dim});
             add("attn_k_norm", l, {a.head_dim});
         }
+        if (a.attn_sinks) add("attn_sinks", l, {static_cast<double>(a.n_head)});
         add("attn_output", l, {a.mla() ? a.n_head * a.v_head_dim : a.q_dim(), H});
-        if (a.linear_bias) add("attn_output", l, {H}, "bias");
+        if (a.linear_bias || a.o_bias) add("attn_output", l, {H}, "bias");
         if (a.post_norms) add("post_attention_norm", l, {H});
         add("ffn_norm", l, {H});
         if (a.norm == NormKind::layernorm) add("ffn_norm", l, {H}, "bias");
         if (a.n_expert > 0 && a.moe_layer[li]) {
             const double E = a.n_expert, F = a.expert_ffn;
             add("ffn_gate_inp", l, {H, E});
+            if (a.moe_bias) add("ffn_gate_inp", l, {E}, "bias");
             add("ffn_gate_exps", l, {H, F, E});
+            if (a.moe_bias) add("ffn_gate_exps", l, {F, E}, "bias");
             add("ffn_up_exps", l, {H, F, E});
+            if (a.moe_bias) add("ffn_up_exps", l, {F, E}, "bias");
             add("ffn_down_exps", l, {F, H, E});
+            if (a.moe_bias) add("ffn_down_exps", l, {H, E}, "bias");
             if (a.n_shared_expert > 0) {
                 add("ffn_gate_shexp", l, {H, a.shared_ffn});
                 add("ffn_up_shexp", l, {H, a.shared_ffn});

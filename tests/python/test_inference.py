@@ -270,6 +270,26 @@ def test_mxfp4_on_llama_cpp_is_the_gguf_file_type_on_gpu_engines_the_checkpoint_
     assert rp.engine("llama.cpp").runs("gpt-oss-20b", "MXFP4")
 
 
+def test_gpt_oss_has_its_biases_and_sinks_and_the_published_parameter_count():
+    """gpt-oss puts biases on q, k, v and o, on the router and on every expert's projections, and a learned sink per
+    head (llama.cpp's loader; transformers' GptOss modules): with them the count is the published one to the
+    parameter, and the GGUF's tensors are its 12,109,566,560 bytes less the file's metadata. In a prompt each
+    expert bias is an add over the rows routed to the experts (ggml_add_id), top_k x n elements per token."""
+    for mid, count in (("gpt-oss-20b", 20_914_757_184), ("gpt-oss-120b", 116_829_156_672)):
+        m = rp.model(mid)
+        assert m.parameters == count, mid
+        roles = set(m.tensors()[lambda t: t.name.str.endswith(".bias")].role)
+        assert roles == {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate_inp", "ffn_gate_exps", "ffn_up_exps",
+                         "ffn_down_exps"}, mid
+    e = rp.estimate(model="gpt-oss-20b", quant="MXFP4", device="gb10", prompt_tokens=512, gen_tokens=0)
+    assert 0 < 12_109_566_560 - e.weight_bytes < 20e6
+    b = e.breakdown.set_index("op")
+    a = rp.model("gpt-oss-20b").arch
+    # f32 activations: each routed element read and written once (the bias rows stay in cache)
+    assert b.loc["ffn_up_exps.bias", "bytes"] == pytest.approx(a.n_layer * 512 * 4 * 2880 * 8, rel=1e-9)
+    assert b.loc["attn_output.bias", "bytes"] == pytest.approx(a.n_layer * 512 * 2880 * 8, rel=1e-9)
+
+
 def test_llama_cpp_prompts_on_m5_run_on_the_neural_accelerators():
     """llama.cpp's Metal backend multiplies prompt batches through the tensor API on M5 (ggml-metal-device.m), so its
     GEMMs run at the per-core accelerators' fp16 rate, 4x the SIMD rate per core and clock: a 10-core M5's pp512 is

@@ -30,6 +30,9 @@ struct Architecture {
     bool tied_embeddings = false;
     bool qkv_bias = false;      ///< biases on the q, k, v projections (qwen2, gpt2)
     bool linear_bias = false;   ///< biases on every linear layer and layer norm (gpt2)
+    bool o_bias = false;        ///< a bias on attn_output (HF attention_bias: gpt-oss)
+    bool moe_bias = false;      ///< biases on the router and on each expert's three projections (gpt-oss)
+    bool attn_sinks = false;    ///< one learned sink logit per query head and layer (gpt-oss)
     bool qk_norm = false;       ///< per-head RMSNorm of q and k (qwen3, gemma3)
     bool post_norms = false;    ///< gemma2/3: norms after attention and after the MLP as well
     bool fused_qkv = false;     ///< one attn_qkv tensor (gpt2, phi3)
