@@ -54,6 +54,8 @@ void register_engine(py::module_& m) {
         .def_readonly("activation_format", &EngineBackend::activation_format)
         .def_readonly("linear_kernels", &EngineBackend::linear_kernels)
         .def_readonly("fused_qkv", &EngineBackend::fused_qkv)
+        .def_readonly("matvec_fused_bias", &EngineBackend::matvec_fused_bias)
+        .def_readonly("matvec_fused_glu", &EngineBackend::matvec_fused_glu)
         .def_readonly("attention_format", &EngineBackend::attention_format)
         .def_readonly("logits_last_token_only", &EngineBackend::logits_last_token_only)
         .def_readonly("runtime_overhead_bytes", &EngineBackend::runtime_overhead_bytes)

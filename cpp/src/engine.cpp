@@ -257,7 +257,7 @@ const std::vector<std::string>& backend_keys() {
     static const std::vector<std::string> keys = [] {
         std::vector<std::string> k = {
             "kernel_fixed_cost_scale", "activation_format", "attention_format", "linear_kernels", "fused_qkv",
-            "logits_last_token_only",
+            "matvec_fused_bias", "matvec_fused_glu", "logits_last_token_only",
             "runtime_overhead_GB", "all_reduce", "collective_step_latency_us", "collective_protocols",
             "custom_all_reduce_max_bytes", "custom_all_reduce_max_hidden", "vocab_parallel", "bandwidth_fraction",
             "op_kernels", "prefill_ubatch_tokens", "flash_attention_version", "flash_attention_default",
@@ -299,6 +299,8 @@ void apply_backend(EngineBackend& b, JsonObject o, const nlohmann::json& raw) {
         lk.finish();
     }
     if (o.has("fused_qkv")) b.fused_qkv = flag_value(o, "fused_qkv", b);
+    if (o.has("matvec_fused_bias")) b.matvec_fused_bias = flag_value(o, "matvec_fused_bias", b);
+    if (o.has("matvec_fused_glu")) b.matvec_fused_glu = flag_value(o, "matvec_fused_glu", b);
     if (o.has("logits_last_token_only")) b.logits_last_token_only = flag_value(o, "logits_last_token_only", b);
     if (o.has("runtime_overhead_GB")) b.runtime_overhead_bytes = number_value(o, "runtime_overhead_GB", b, 0, 1e4) * 1e9;
     if (o.has("all_reduce")) {
@@ -662,6 +664,8 @@ std::string Engine::to_json(int indent) const {
         }
         x["linear_kernels"] = {{"value", ks}};
         x["fused_qkv"] = prop(b, "fused_qkv", b.fused_qkv);
+        x["matvec_fused_bias"] = prop(b, "matvec_fused_bias", b.matvec_fused_bias);
+        x["matvec_fused_glu"] = prop(b, "matvec_fused_glu", b.matvec_fused_glu);
         x["logits_last_token_only"] = prop(b, "logits_last_token_only", b.logits_last_token_only);
         x["runtime_overhead_GB"] = prop(b, "runtime_overhead_GB", b.runtime_overhead_bytes / 1e9);
         x["all_reduce"] = prop(b, "all_reduce", std::string(all_reduce_name(b.all_reduce)));

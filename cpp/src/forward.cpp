@@ -54,6 +54,7 @@ std::size_t slot_hash(const OpSlot& s) {
     std::size_t h = std::hash<std::string>{}(s.name);
     auto mix = [&h](double v) { h ^= std::hash<double>{}(v == 0 ? 0.0 : v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
     for (double v : {static_cast<double>(s.kind), static_cast<double>(s.per_sequence), static_cast<double>(s.builder),
+                     static_cast<double>(s.fused_at_one_row),
                      static_cast<double>(s.phase), s.scale, s.a, s.b, s.c, s.k, s.n, s.experts, s.top_k, s.groups, s.heads,
                      s.kv_heads, s.head_dim, s.window, s.latent, s.rope_dim, s.v_dim, s.bytes_per_row,
                      s.format.bits_per_element})
@@ -69,7 +70,7 @@ bool same_slot(const OpSlot& x, const OpSlot& y) {
            x.experts == y.experts && x.top_k == y.top_k && x.groups == y.groups && x.heads == y.heads &&
            x.kv_heads == y.kv_heads && x.head_dim == y.head_dim && x.window == y.window && x.latent == y.latent &&
            x.rope_dim == y.rope_dim && x.v_dim == y.v_dim && x.bytes_per_row == y.bytes_per_row && x.name == y.name && same_format(x.format, y.format) &&
-           x.paths == y.paths;
+           x.fused_at_one_row == y.fused_at_one_row && x.paths == y.paths;
 }
 
 
@@ -110,6 +111,7 @@ std::vector<LinearPath> linear_paths(const Format& f, const PhaseOptions& opt) {
 bool same_slots_under(const PhaseOptions& x, const PhaseOptions& y) {
     return same_format(x.activation, y.activation) && same_format(x.kv, y.kv) && x.attention == y.attention &&
            x.logits_last_token_only == y.logits_last_token_only && x.fused_qkv == y.fused_qkv &&
+           x.matvec_fused_bias == y.matvec_fused_bias && x.matvec_fused_glu == y.matvec_fused_glu &&
            x.vocab_parallel == y.vocab_parallel && x.tensor_parallel == y.tensor_parallel;
 }
 
@@ -297,7 +299,8 @@ std::vector<OpSlot> forward_slots(const Model& model, const std::vector<TensorFo
                 // is not counted. A stacked expert bias [n, experts] is added to the rows routed to each expert
                 // (llama.cpp ggml_add_id): top_k × n elements per token, not the whole stack
                 const double per_token = role_kind(r) == Role::experts ? a.n_expert_used * w.shape[0] : w.elements();
-                b.rows(r + ".bias", RowsBuilder::elementwise, per_token / (replicated_under_tensor_parallel(w, options) ? 1 : tp), 1, 1, 1);
+                b.rows(r + ".bias", RowsBuilder::elementwise, per_token / (replicated_under_tensor_parallel(w, options) ? 1 : tp), 1, 1, 1)
+                    .fused_at_one_row = options.matvec_fused_bias;
                 continue;
             }
             switch (role_kind(r)) {
@@ -341,8 +344,9 @@ std::vector<OpSlot> forward_slots(const Model& model, const std::vector<TensorFo
                 b.rows("moe_topk", RowsBuilder::softmax, 1, a.n_expert);
                 break;
             case Role::experts:
-                if (r == "ffn_down_exps")
-                    b.rows("ffn_act", RowsBuilder::elementwise, a.n_expert_used * a.expert_ffn / tp, activation_flops(a.activation) + 1, 2, 1);
+                if (r == "ffn_down_exps")  // the experts' gate and up are two products: a mat-vec may apply the GLU
+                    b.rows("ffn_act", RowsBuilder::elementwise, a.n_expert_used * a.expert_ffn / tp, activation_flops(a.activation) + 1, 2, 1)
+                        .fused_at_one_row = options.matvec_fused_glu;
                 b.moe(t, r);
                 if (r == "ffn_down_exps") b.rows("moe_combine", RowsBuilder::elementwise, H, 2.0 * a.n_expert_used, a.n_expert_used, 1);
                 break;
@@ -379,8 +383,9 @@ std::vector<OpSlot> forward_slots(const Model& model, const std::vector<TensorFo
             case Role::shared_down:  // the shared expert closes a MoE layer: its activation, then as ffn_down
             case Role::ffn_down: {
                 const double inner = w.shape[0] / tp;
-                if (a.mlp == MlpKind::gated)
-                    b.rows("ffn_act", RowsBuilder::elementwise, inner, activation_flops(a.activation) + 1, 2, 1);
+                if (a.mlp == MlpKind::gated)  // a GLU of separate gate and up products can run in their mat-vec
+                    b.rows("ffn_act", RowsBuilder::elementwise, inner, activation_flops(a.activation) + 1, 2, 1)
+                        .fused_at_one_row = options.matvec_fused_glu && !a.fused_gate_up;
                 else
                     b.rows("ffn_act", RowsBuilder::elementwise, inner, activation_flops(a.activation), 1, 1);
                 b.linear(t, r);
@@ -487,6 +492,8 @@ PhaseOptions phase_options(const EngineBackend& e, std::string_view engine_id, c
     o.attention = flash ? ops::AttentionKind::flash : ops::AttentionKind::standard;
     o.logits_last_token_only = e.logits_last_token_only;
     o.fused_qkv = e.fused_qkv;
+    o.matvec_fused_bias = e.matvec_fused_bias;
+    o.matvec_fused_glu = e.matvec_fused_glu;
     o.vocab_parallel = e.vocab_parallel;
     o.tensor_parallel = tp;
     o.engine_id = std::string(engine_id);
@@ -592,7 +599,7 @@ std::vector<PhaseOp> forward_ops(const Model& model, const std::vector<TensorFor
     std::vector<PhaseOp> ops;
     std::map<std::string, std::size_t> index;  // merge identical ops (of slots that differ only where this point does not look)
     for (const auto& s : slots) {
-        if (!runs_in(s.phase, tokens)) continue;
+        if (!runs_in(s.phase, tokens) || fused_away(s, slot_rows(s, batch, tokens))) continue;
         if (s.kind == SlotKind::all_reduce) {
             const double bytes = slot_rows(s, batch, tokens) * s.bytes_per_row;
             bool merged = false;

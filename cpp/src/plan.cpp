@@ -281,6 +281,13 @@ inline void add_envelope(Acc& acc, const Envelope& env, double rows) {
     acc.p.derated += t.derated;
     acc.p.flops += t.flops;
     acc.p.bytes += t.bytes;
+    if (rows == 1 && env.fused_one_row_derated > 0) {  // the epilogues run inside their mat-vecs
+        acc.p.seconds -= env.fused_one_row_derated;
+        acc.p.ideal_seconds -= env.fused_one_row_ideal;
+        acc.p.derated -= env.fused_one_row.derated;
+        acc.p.flops -= env.fused_one_row.flops;
+        acc.p.bytes -= env.fused_one_row.bytes;
+    }
 }
 inline bool in_envelope(const OpSlot& op) { return op.kind == SlotKind::rows || op.kind == SlotKind::all_reduce; }
 
@@ -697,6 +704,12 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
                 env.base.axpy(s->op->count, s->base);
                 env.per_row.axpy(s->op->count, s->per_row);
             }
+            if (s->op->fused_at_one_row) {
+                const OpTimes one = affine(s->base, 1, s->per_row);
+                env.fused_one_row.axpy(s->op->count, one);
+                env.fused_one_row_derated += s->op->count * one.derated.total();
+                env.fused_one_row_ideal += s->op->count * one.ideal.total();
+            }
             ways(*s);
             for (std::size_t c = 0; c < 2; ++c) {
                 for (const auto& [b, r] : w) {  // where a way's own lines cross
@@ -800,6 +813,7 @@ PhaseSums EstimatePlan::Impl::sum_slots(double batch, double tokens, double past
         } else {
             const bool envelope_slot = in_envelope(*s.op);
             if (envelope_slot && !breakdown) continue;  // summed below
+            if (fused_away(*s.op, slot_rows(*s.op, batch, tokens))) continue;  // inside its mat-vec
             slot_times(t, s, options, slot_rows(*s.op, batch, tokens), util, cache);
             if (envelope_slot) {  // a breakdown row only: the phase's numbers come from the envelope
                 sink.add(s.name, structure->names, s.op->count, s.op->count * t.flops, s.op->count * t.bytes,
@@ -1008,6 +1022,7 @@ PhaseSums EstimatePlan::Impl::step(double token_rows, double sequence_rows, cons
         const bool envelope_slot = in_envelope(*s.op);
         if (envelope_slot && !breakdown) continue;  // summed below
         const double rows = s.op->per_sequence ? sequence_rows : token_rows;
+        if (envelope_slot && fused_away(*s.op, rows)) continue;  // a breakdown row only, and inside its mat-vec
         double util = 1;
         if (s.op->kind == SlotKind::moe && experts) {
             const double e = s.op->experts, k = s.op->top_k;
@@ -1107,6 +1122,7 @@ PhaseSums EstimatePlan::Impl::decode(double batch, double prompt, double gen, co
                 });
                 continue;
             }
+            if (fused_away(*s.op, batch)) continue;  // inside its mat-vec
             double util = 1;
             UtilCache cache;
             OpTimes t;

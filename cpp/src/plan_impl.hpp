@@ -184,6 +184,10 @@ struct Envelope {
     OpTimes base, per_row;                     // Σ count × components of the slots affine in rows
     // per interval, Σ count × components (at 0 rows, per row) of the all-reduces that switch ways with the rows
     std::vector<std::pair<OpTimes, OpTimes>> switching;
+    // Σ count × the times at one row of the slots a one-row mat-vec runs inside itself (OpSlot::fused_at_one_row):
+    // at one row the envelope less these, exactly (each slot's line at one row is its total there)
+    OpTimes fused_one_row;
+    double fused_one_row_derated = 0, fused_one_row_ideal = 0;
 };
 
 /// A decode step's Σ ideal (compute − DRAM) seconds as a function of the batch, for compute_bound_batch: the parts

@@ -546,7 +546,9 @@ def cmd_engines(args: argparse.Namespace) -> int:
         lines += ["", f"backend {b.backend}:"]
         src = b.sources
         props = [("kernel_fixed_cost_scale", f"{b.kernel_fixed_cost_scale:g}"), ("activation_format", b.activation_format),
-                 ("fused_qkv", str(b.fused_qkv)), ("logits_last_token_only", str(b.logits_last_token_only)),
+                 ("fused_qkv", str(b.fused_qkv)), ("matvec_fused_bias", str(b.matvec_fused_bias)),
+                 ("matvec_fused_glu", str(b.matvec_fused_glu)),
+                 ("logits_last_token_only", str(b.logits_last_token_only)),
                  ("runtime_overhead_GB", f"{b.runtime_overhead_bytes / 1e9:g}"), ("all_reduce", b.all_reduce),
                  ("collective_step_latency_us", f"{b.collective_step_latency_s * 1e6:g}"),
                  ("vocab_parallel", str(b.vocab_parallel)),

@@ -42,6 +42,8 @@ const char* const kTinyEngine = R"({
         {"name": "gemm", "weights": ["*"], "unit": "matrix", "compute": "activation", "tile_m": 128, "tile_n": 64, "source": "made up"}
       ]},
       "fused_qkv": {"value": false, "source": "made up"},
+      "matvec_fused_bias": {"value": false, "source": "made up"},
+      "matvec_fused_glu": {"value": true, "source": "made up"},
       "logits_last_token_only": {"value": true, "source": "made up"},
       "runtime_overhead_GB": {"value": 0.5, "source": "made up"},
       "all_reduce": {"value": "ring", "source": "made up"},
@@ -83,6 +85,8 @@ const char* const kFullEngine = R"({
          "source": "k2", "uncertain": "a guess"}
       ]},
       "fused_qkv": {"value": false, "source": "s3"},
+      "matvec_fused_bias": {"value": true, "source": "s3b"},
+      "matvec_fused_glu": {"value": false, "source": "s3c"},
       "logits_last_token_only": {"value": false, "source": "s4"},
       "runtime_overhead_GB": {"value": 0.7, "source": "s5"},
       "all_reduce": {"value": "one-shot", "source": "s6"},
@@ -111,7 +115,7 @@ const char* const kFullEngine = R"({
 
 // The properties every resolved backend holds, by their engine_db keys.
 const std::vector<std::string> kProperties = {"kernel_fixed_cost_scale", "activation_format", "attention_format", "fused_qkv",
-                                              "logits_last_token_only",  "runtime_overhead_GB", "all_reduce",
+                                              "matvec_fused_bias", "matvec_fused_glu", "logits_last_token_only",  "runtime_overhead_GB", "all_reduce",
                                               "collective_step_latency_us", "collective_protocols",
                                               "custom_all_reduce_max_bytes", "custom_all_reduce_max_hidden",
                                               "vocab_parallel", "bandwidth_fraction",
@@ -141,6 +145,8 @@ void check_same_backend(const EngineBackend& a, const EngineBackend& b) {
     CHECK(a.kernel_fixed_cost_scale == b.kernel_fixed_cost_scale);
     CHECK(a.activation_format == b.activation_format);
     CHECK(a.fused_qkv == b.fused_qkv);
+    CHECK(a.matvec_fused_bias == b.matvec_fused_bias);
+    CHECK(a.matvec_fused_glu == b.matvec_fused_glu);
     CHECK(a.logits_last_token_only == b.logits_last_token_only);
     CHECK(a.runtime_overhead_bytes == doctest::Approx(b.runtime_overhead_bytes).epsilon(1e-15));  // GB in the file
     CHECK(a.all_reduce == b.all_reduce);

@@ -290,6 +290,29 @@ def test_gpt_oss_has_its_biases_and_sinks_and_the_published_parameter_count():
     assert b.loc["attn_output.bias", "bytes"] == pytest.approx(a.n_layer * 512 * 2880 * 8, rel=1e-9)
 
 
+def test_one_token_mat_vecs_apply_their_bias_and_glu_where_ggml_fuses_them():
+    """ggml's CUDA (and HIP) backend runs a one-column mat-vec with the bias add after it, and the gate and up
+    mat-vecs with their GLU, as one kernel; Vulkan fuses the bias only; Metal neither. So at one token the fused ops
+    cost nothing, at two they are kernels again, and a prompt always has them; the breakdown still adds up."""
+    def ops(device, engine, batch, phase="decode"):
+        e = rp.estimate(model="qwen2.5-7b", quant="Q4_K_M", device=device, engine=engine, prompt_tokens=512,
+                        gen_tokens=128, batch=batch)
+        b = e.breakdown
+        assert b[b.phase == "decode"].seconds.sum() == pytest.approx(e.decode_s, rel=1e-12)
+        return set(b[b.phase == phase].op)
+    bias = {"attn_q.bias", "attn_k.bias", "attn_v.bias"}
+    for device in ("rtx-4090", "rx-7900-xtx"):
+        assert not (bias | {"ffn_act"}) & ops(device, "llama.cpp", 1)
+        assert (bias | {"ffn_act"}) <= ops(device, "llama.cpp", 2)
+        assert (bias | {"ffn_act"}) <= ops(device, "llama.cpp", 1, "prefill")
+    vulkan = ops("rtx-4090", "llama.cpp-vulkan", 1)
+    assert "ffn_act" in vulkan and not bias & vulkan
+    assert (bias | {"ffn_act"}) <= ops("m4-pro", "llama.cpp", 1)
+    cuda = rp.engine("llama.cpp").backend("cuda")
+    assert cuda.matvec_fused_bias and cuda.matvec_fused_glu
+    assert not rp.engine("llama.cpp").backend("metal").matvec_fused_glu
+
+
 def test_llama_cpp_prompts_on_m5_run_on_the_neural_accelerators():
     """llama.cpp's Metal backend multiplies prompt batches through the tensor API on M5 (ggml-metal-device.m), so its
     GEMMs run at the per-core accelerators' fp16 rate, 4x the SIMD rate per core and clock: a 10-core M5's pp512 is

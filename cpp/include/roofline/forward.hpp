@@ -41,6 +41,8 @@ struct PhaseOptions {
     double decode_attention_alu_ops_per_mac = 0;   ///< EngineBackend::decode_attention_alu_ops_per_mac
     bool logits_last_token_only = true;          ///< prefill computes the output head for the last token only
     bool fused_qkv = false;                      ///< attn_q, attn_k, attn_v of one format run as one "attn_qkv" GEMM
+    bool matvec_fused_bias = false;              ///< EngineBackend::matvec_fused_bias
+    bool matvec_fused_glu = false;               ///< EngineBackend::matvec_fused_glu
     bool vocab_parallel = true;                  ///< tensor parallel splits the output head by vocabulary (else replicated)
     int tensor_parallel = 1;                     ///< weights and heads split over this many devices
     double compute_units = 1;                    ///< SMs / CUs / GPU cores the tiles are spread over
@@ -127,6 +129,9 @@ struct OpSlot {
     double count = 0;          ///< instances per forward pass
     bool per_sequence = false; ///< rows are the batch, not batch × tokens (the output head of the last token)
     SlotPhase phase = SlotPhase::any;  ///< the passes it runs in
+    /// a bias add or GLU that a mat-vec of one row runs inside itself (PhaseOptions::matvec_fused_bias / _glu): no
+    /// kernel, no bytes at one row (fused_away)
+    bool fused_at_one_row = false;
     // rows: builder(rows × scale, a, b, c) in `format` (the table's format for an embedding)
     RowsBuilder builder = RowsBuilder::elementwise;
     double scale = 1, a = 0, b = 0, c = 0;
@@ -159,6 +164,8 @@ void assign_paths(std::vector<OpSlot>& slots, const PhaseOptions& options);
 
 /// Rows a slot processes at a point: batch × tokens, or the batch for per-sequence slots.
 inline double slot_rows(const OpSlot& s, double batch, double tokens) { return s.per_sequence ? batch : batch * tokens; }
+/// Whether a slot is run inside the mat-vec before it at `rows` rows (OpSlot::fused_at_one_row).
+inline bool fused_away(const OpSlot& s, double rows) { return s.fused_at_one_row && rows == 1; }
 
 /// One instance of a slot at (batch, tokens, past): the operator builders' count (ops/*.hpp). all_reduce slots
 /// return an empty cost (their bytes are rows × bytes_per_row, timed on the interconnect).

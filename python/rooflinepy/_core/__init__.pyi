@@ -528,6 +528,12 @@ class EngineBackend:
     def logits_last_token_only(self) -> bool:
         ...
     @property
+    def matvec_fused_bias(self) -> bool:
+        ...
+    @property
+    def matvec_fused_glu(self) -> bool:
+        ...
+    @property
     def op_kernels(self) -> dict[str, float]:
         """
         kernels per op where the engine launches other than one
