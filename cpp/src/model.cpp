@@ -19,7 +19,7 @@ namespace {
 
 const std::vector<std::string> kModelTypes = {"llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe",
                                               "gemma", "gemma2", "gemma3", "gemma3_text", "phi3", "gpt2", "gpt_oss",
-                                              "deepseek_v3", "llama4_text"};
+                                              "deepseek_v3", "llama4_text", "glm4_moe"};
 
 double num(const nlohmann::json& j, const std::string& key, const std::string& origin, double fallback = -1) {
     auto it = j.find(key);
@@ -223,13 +223,15 @@ Architecture architecture_from_config(const nlohmann::json& c, const std::string
             a.o_bias = a.qkv_bias;
             a.moe_bias = a.attn_sinks = true;
         }
-        a.qk_norm = (t == "qwen3" || t == "qwen3_moe" || t == "gemma3" || t == "gemma3_text");
+        a.qk_norm = (t == "qwen3" || t == "qwen3_moe" || t == "gemma3" || t == "gemma3_text") ||
+                    (t == "glm4_moe" && flag(c, "use_qk_norm", false, origin));
         a.post_norms = (t == "gemma2" || t == "gemma3" || t == "gemma3_text");
         if (t == "phi3") a.fused_qkv = a.fused_gate_up = true;
         static const std::map<std::string, std::string> gguf = {
             {"llama", "llama"}, {"mistral", "llama"}, {"mixtral", "llama"}, {"qwen2", "qwen2"}, {"qwen3", "qwen3"},
             {"qwen3_moe", "qwen3moe"}, {"gemma", "gemma"}, {"gemma2", "gemma2"}, {"gemma3", "gemma3"},
             {"gemma3_text", "gemma3"}, {"phi3", "phi3"}, {"gpt_oss", "gpt-oss"}, {"deepseek_v3", "deepseek2"},
+            {"glm4_moe", "glm4moe"},
             {"llama4_text", "llama4"}};
         a.gguf_arch = gguf.at(t);
         if (t == "mixtral" || t == "gpt_oss") {
@@ -249,6 +251,16 @@ Architecture architecture_from_config(const nlohmann::json& c, const std::string
             a.expert_ffn = a.shared_ffn = a.ffn;
             a.n_shared_expert = 1;
             a.ffn = num(c, "intermediate_size_mlp", origin, 16384);
+        } else if (t == "glm4_moe") {
+            // transformers Glm4MoeConfig: routed experts of moe_intermediate_size, n_shared_experts of the same width
+            // as one shared MLP, dense MLPs (intermediate_size) in the first first_k_dense_replace layers, a sigmoid
+            // router with e_score_correction_bias; o_proj has no bias (attention_bias covers q, k, v). The MTP layers
+            // (num_nextn_predict_layers) are not part of the main model and are not counted, as for DeepSeek-V3
+            a.n_expert = count_field(c, "n_routed_experts", origin);
+            a.n_expert_used = count_field(c, "num_experts_per_tok", origin);
+            a.expert_ffn = num(c, "moe_intermediate_size", origin);
+            a.n_shared_expert = count_field(c, "n_shared_experts", origin, 0);
+            a.shared_ffn = a.n_shared_expert * a.expert_ffn;
         } else if (t == "deepseek_v3") {
             a.n_expert = count_field(c, "n_routed_experts", origin);
             a.n_expert_used = count_field(c, "num_experts_per_tok", origin);
@@ -295,6 +307,10 @@ Architecture architecture_from_config(const nlohmann::json& c, const std::string
                     if (v.is_number_integer()) moe.insert(v.get<int>());
             for (int i = 0; i < a.n_layer; ++i)
                 a.moe_layer[static_cast<std::size_t>(i)] = listed ? moe.count(i) > 0 : every >= 1 && (i + 1) % every == 0;
+        }
+        if (t == "glm4_moe") {  // MoE from layer first_k_dense_replace on
+            const int first = count_field(c, "first_k_dense_replace", origin, 0);
+            for (int i = 0; i < a.n_layer; ++i) a.moe_layer[static_cast<std::size_t>(i)] = i >= first;
         }
         if (t == "deepseek_v3") {  // MoE from layer first_k_dense_replace on, every moe_layer_freq-th
             const int first = count_field(c, "first_k_dense_replace", origin, 0);
@@ -378,7 +394,8 @@ std::vector<WeightTensor> tensors_of(const Architecture& a) {
                 add("ffn_up_shexp", l, {H, a.shared_ffn});
                 add("ffn_down_shexp", l, {a.shared_ffn, H});
             }
-            if (a.model_type == "deepseek_v3") add("exp_probs_b", l, {E}, "bias");  // e_score_correction_bias
+            if (a.model_type == "deepseek_v3" || a.model_type == "glm4_moe")
+                add("exp_probs_b", l, {E}, "bias");  // e_score_correction_bias
         } else if (a.mlp == MlpKind::gated) {
             if (a.fused_gate_up) {
                 add("ffn_up", l, {H, 2 * a.ffn});

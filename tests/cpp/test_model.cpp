@@ -54,6 +54,23 @@ TEST_CASE("bad configs are clear errors") {
     CHECK_THROWS_AS(Model::from_hf_config("[]", "c.json"), InvalidArgument);
 }
 
+TEST_CASE("glm4_moe: GLM-4.5-Air's dense first layer, shared expert, router bias and q/k/v biases") {
+    const Model air = catalog("glm-4.5-air");
+    // per layer: attention 4096·12288·2 + 4096·1024·2 + biases 14,336; the dense layer 3·4096·10944; a MoE layer 128
+    // routed and one shared expert 3·4096·1408 each, the router 4096·128 and its 128 correction biases; two
+    // 151552-row embeddings; RMSNorm weights 2·4096 per layer and the final one
+    const double attn = 2 * 4096.0 * 12288 + 2 * 4096.0 * 1024 + 12288 + 2 * 1024;
+    const double dense = 3 * 4096.0 * 10944, moe = 129 * 3 * 4096.0 * 1408 + 4096.0 * 128 + 128;
+    CHECK(air.parameters() == 46 * attn + dense + 45 * moe + 2 * 151552.0 * 4096 + 46 * 2 * 4096.0 + 4096);
+    CHECK(air.parameters() == 106852251264.0);  // the model card's "106B total"
+    CHECK_FALSE(air.arch.moe_layer[0]);
+    for (int l = 1; l < 46; ++l) CHECK(air.arch.moe_layer[static_cast<std::size_t>(l)]);
+    CHECK(air.arch.qkv_bias);
+    CHECK_FALSE(air.arch.o_bias);
+    CHECK_FALSE(air.arch.qk_norm);  // use_qk_norm false
+    CHECK(air.arch.gguf_arch == "glm4moe");
+}
+
 TEST_CASE("deepseek_v3 and llama4_text: parameter counts and layer patterns") {
     // NOTES of the model_db entries: computed from the configs (the MTP layer of DeepSeek is not the main model)
     const Model ds = catalog("deepseek-r1");
