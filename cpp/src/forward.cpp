@@ -54,7 +54,7 @@ std::size_t slot_hash(const OpSlot& s) {
     std::size_t h = std::hash<std::string>{}(s.name);
     auto mix = [&h](double v) { h ^= std::hash<double>{}(v == 0 ? 0.0 : v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
     for (double v : {static_cast<double>(s.kind), static_cast<double>(s.per_sequence), static_cast<double>(s.builder),
-                     static_cast<double>(s.fused_at_one_row),
+                     static_cast<double>(s.fused_at_one_row), static_cast<double>(s.merged_at_one_row),
                      static_cast<double>(s.phase), s.scale, s.a, s.b, s.c, s.k, s.n, s.experts, s.top_k, s.groups, s.heads,
                      s.kv_heads, s.head_dim, s.window, s.latent, s.rope_dim, s.v_dim, s.bytes_per_row,
                      s.format.bits_per_element})
@@ -70,7 +70,7 @@ bool same_slot(const OpSlot& x, const OpSlot& y) {
            x.experts == y.experts && x.top_k == y.top_k && x.groups == y.groups && x.heads == y.heads &&
            x.kv_heads == y.kv_heads && x.head_dim == y.head_dim && x.window == y.window && x.latent == y.latent &&
            x.rope_dim == y.rope_dim && x.v_dim == y.v_dim && x.bytes_per_row == y.bytes_per_row && x.name == y.name && same_format(x.format, y.format) &&
-           x.fused_at_one_row == y.fused_at_one_row && x.paths == y.paths;
+           x.fused_at_one_row == y.fused_at_one_row && x.merged_at_one_row == y.merged_at_one_row && x.paths == y.paths;
 }
 
 
@@ -196,7 +196,7 @@ struct SlotBuilder {
         layer.erase(layer.begin() + std::max(ik, iv));
         layer.erase(layer.begin() + std::min(ik, iv));
     }
-    void moe(std::size_t i, std::string name) {
+    OpSlot& moe(std::size_t i, std::string name) {
         const WeightTensor& w = m.tensors[i];
         const std::vector<LinearPath>& p = paths(formats[i].format);
         OpSlot& s = add(std::move(name), SlotKind::moe);
@@ -206,6 +206,7 @@ struct SlotBuilder {
         s.n = w.shape[1] / tp();
         s.experts = w.shape.size() > 2 ? w.shape[2] : 1;
         s.top_k = m.arch.n_expert_used;
+        return s;
     }
     // Summing the partial outputs of the tensor-parallel ranks: timed by the estimator on the interconnect.
     void all_reduce() { add("all_reduce", SlotKind::all_reduce).bytes_per_row = m.arch.hidden * opt.activation.bytes_per_element(); }
@@ -319,6 +320,9 @@ std::vector<OpSlot> forward_slots(const Model& model, const std::vector<TensorFo
             case Role::projection: {
                 OpSlot& s = b.linear(t, r, !replicated_under_tensor_parallel(w, options));
                 if ((r == "attn_k" || r == "attn_v") && tp > a.n_kv_head) s.n = w.shape[1] / a.n_kv_head;  // one head, replicated
+                // the up product of a gated MLP runs in the gate's mat-vec where that kernel applies the GLU
+                if ((r == "ffn_up" || r == "ffn_up_shexp") && a.mlp == MlpKind::gated && !a.fused_gate_up)
+                    s.merged_at_one_row = options.matvec_fused_glu;
                 break;
             }
             case Role::latent_up: {
@@ -347,7 +351,7 @@ std::vector<OpSlot> forward_slots(const Model& model, const std::vector<TensorFo
                 if (r == "ffn_down_exps")  // the experts' gate and up are two products: a mat-vec may apply the GLU
                     b.rows("ffn_act", RowsBuilder::elementwise, a.n_expert_used * a.expert_ffn / tp, activation_flops(a.activation) + 1, 2, 1)
                         .fused_at_one_row = options.matvec_fused_glu;
-                b.moe(t, r);
+                b.moe(t, r).merged_at_one_row = options.matvec_fused_glu && r == "ffn_up_exps";
                 if (r == "ffn_down_exps") b.rows("moe_combine", RowsBuilder::elementwise, H, 2.0 * a.n_expert_used, a.n_expert_used, 1);
                 break;
             case Role::attn_output: {
@@ -586,6 +590,7 @@ OpCost slot_cost(const OpSlot& s, const PhaseOptions& options, double batch, dou
                                      : s.name;
         if (const auto it = options.op_kernels->find(key); it != options.op_kernels->end()) op.launches = it->second;
     }
+    if (merged_away(s, rows)) op.launches = 0;  // inside the kernel of the mat-vec before it
     return op;
 }
 

@@ -202,6 +202,7 @@ inline void slot_times(OpTimes& t, const PlanSlot& s, const PhaseOptions& option
             const double passes = p.dequant_every_rows > 0 ? std::ceil(rows / p.dequant_every_rows) - 1 : 0.0;
             set_affine(t, p.base, rows, p.per_row, passes, p.pass);  // linear_extra_dequant_passes
             if (p.matrix) util = cache.get(s, p, k, options, rows);
+            if (merged_away(*s.op, rows)) t.derated.overhead_s = 0;  // its kernels are the mat-vec's before it
             break;
         }
         case SlotKind::moe: {
@@ -210,6 +211,7 @@ inline void slot_times(OpTimes& t, const PlanSlot& s, const PhaseOptions& option
             const double routed = rows * s.op->top_k, active = ops::expected_active_experts(s.op->experts, s.op->top_k, rows);
             set_affine(t, p.base, routed, p.per_row, active, p.pass);
             if (p.matrix) util = moe_utilization(*s.op, options, routed, active, s.op->paths[k]);
+            if (merged_away(*s.op, rows)) t.derated.overhead_s = 0;  // its kernels are the mat-vec's before it
             break;
         }
         case SlotKind::all_reduce: {
@@ -1035,6 +1037,7 @@ PhaseSums EstimatePlan::Impl::step(double token_rows, double sequence_rows, cons
             const PlanSlot::Path& p = s.paths[pk];
             set_affine(t, p.base, routed * experts->imbalance, p.per_row, active, p.pass);
             if (p.matrix) util = moe_utilization(*s.op, options, routed * experts->imbalance, active, s.op->paths[pk]);
+            if (merged_away(*s.op, rows)) t.derated.overhead_s = 0;
         } else {
             slot_times(t, s, options, rows, util, cache);
         }

@@ -293,7 +293,8 @@ def test_gpt_oss_has_its_biases_and_sinks_and_the_published_parameter_count():
 def test_one_token_mat_vecs_apply_their_bias_and_glu_where_ggml_fuses_them():
     """ggml's CUDA (and HIP) backend runs a one-column mat-vec with the bias add after it, and the gate and up
     mat-vecs with their GLU, as one kernel; Vulkan fuses the bias only; Metal neither. So at one token the fused ops
-    cost nothing, at two they are kernels again, and a prompt always has them; the breakdown still adds up."""
+    cost nothing and the up product no launch, at two they are kernels again, and a prompt always has them; the
+    breakdown still adds up."""
     def ops(device, engine, batch, phase="decode"):
         e = rp.estimate(model="qwen2.5-7b", quant="Q4_K_M", device=device, engine=engine, prompt_tokens=512,
                         gen_tokens=128, batch=batch)
@@ -308,6 +309,14 @@ def test_one_token_mat_vecs_apply_their_bias_and_glu_where_ggml_fuses_them():
     vulkan = ops("rtx-4090", "llama.cpp-vulkan", 1)
     assert "ffn_act" in vulkan and not bias & vulkan
     assert (bias | {"ffn_act"}) <= ops("m4-pro", "llama.cpp", 1)
+    # the up product runs in the gate's kernel: the same bytes, no launches of its own
+    def up_over_gate(device, batch):
+        e = rp.estimate(model="qwen2.5-7b", quant="Q4_K_M", device=device, prompt_tokens=0, gen_tokens=16, batch=batch)
+        b = e.breakdown.set_index("op")
+        assert b.loc["ffn_up", "bytes"] == b.loc["ffn_gate", "bytes"]
+        return b.loc["ffn_up", "seconds"] / b.loc["ffn_gate", "seconds"]
+    assert up_over_gate("rtx-4090", 1) < 0.95 and up_over_gate("rtx-4090", 2) == pytest.approx(1, rel=1e-12)
+    assert up_over_gate("m4-pro", 1) == pytest.approx(1, rel=1e-12)
     cuda = rp.engine("llama.cpp").backend("cuda")
     assert cuda.matvec_fused_bias and cuda.matvec_fused_glu
     assert not rp.engine("llama.cpp").backend("metal").matvec_fused_glu

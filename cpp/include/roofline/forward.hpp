@@ -132,6 +132,9 @@ struct OpSlot {
     /// a bias add or GLU that a mat-vec of one row runs inside itself (PhaseOptions::matvec_fused_bias / _glu): no
     /// kernel, no bytes at one row (fused_away)
     bool fused_at_one_row = false;
+    /// a mat-vec of one row that runs inside the kernel of the one before it (the up product beside the gate, whose
+    /// kernel applies the GLU: PhaseOptions::matvec_fused_glu): its bytes and FLOPs stay, its launches go (merged_away)
+    bool merged_at_one_row = false;
     // rows: builder(rows × scale, a, b, c) in `format` (the table's format for an embedding)
     RowsBuilder builder = RowsBuilder::elementwise;
     double scale = 1, a = 0, b = 0, c = 0;
@@ -166,6 +169,8 @@ void assign_paths(std::vector<OpSlot>& slots, const PhaseOptions& options);
 inline double slot_rows(const OpSlot& s, double batch, double tokens) { return s.per_sequence ? batch : batch * tokens; }
 /// Whether a slot is run inside the mat-vec before it at `rows` rows (OpSlot::fused_at_one_row).
 inline bool fused_away(const OpSlot& s, double rows) { return s.fused_at_one_row && rows == 1; }
+/// Whether a slot's kernels are the one before it at `rows` rows (OpSlot::merged_at_one_row).
+inline bool merged_away(const OpSlot& s, double rows) { return s.merged_at_one_row && rows == 1; }
 
 /// One instance of a slot at (batch, tokens, past): the operator builders' count (ops/*.hpp). all_reduce slots
 /// return an empty cost (their bytes are rows × bytes_per_row, timed on the interconnect).
