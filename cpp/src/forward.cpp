@@ -298,10 +298,11 @@ std::vector<OpSlot> forward_slots(const Model& model, const std::vector<TensorFo
                 if (is_norm_role(r)) continue;  // counted by the layer norm
                 // a bias add reads and writes each activation once; the bias, one row per kernel, stays in cache and
                 // is not counted. A stacked expert bias [n, experts] is added to the rows routed to each expert
-                // (llama.cpp ggml_add_id): top_k × n elements per token, not the whole stack
+                // (llama.cpp ggml_add_id): top_k × n elements per token, not the whole stack. A mat-vec may apply
+                // the bias of its own output; the router's selection bias (exp_probs_b) follows its sigmoid instead
                 const double per_token = role_kind(r) == Role::experts ? a.n_expert_used * w.shape[0] : w.elements();
                 b.rows(r + ".bias", RowsBuilder::elementwise, per_token / (replicated_under_tensor_parallel(w, options) ? 1 : tp), 1, 1, 1)
-                    .fused_at_one_row = options.matvec_fused_bias;
+                    .fused_at_one_row = options.matvec_fused_bias && r != "exp_probs_b";
                 continue;
             }
             switch (role_kind(r)) {
