@@ -43,7 +43,13 @@ bool Engine::runs(const Format& weight) const {
     const std::string format = canonical(weight.name);
     for (const auto& w : weight_formats) {
         if (canonical(w) == format) return true;
-        if (w == "ggml" && is_ggml_type_name(weight.name)) return true;
+        if (w == "ggml" && is_ggml_type_name(weight.name)) {
+            // GGML's own type of that name: a GPU scheme named like one (nvfp4: FP4 on tensor cores, no
+            // dequantization) is not what ggml's kernels do with the type
+            const std::string lower = to_lower(weight.name);
+            const Format g = format_of(ggml_type_info(lower == "fp16" ? "F16" : lower == "fp32" ? "F32" : weight.name));
+            if (g.compute == weight.compute && g.dequant_flops_per_element == weight.dequant_flops_per_element) return true;
+        }
         if (w == "float" && weight.dequant_flops_per_element == 0) return true;
         if (w == "quantized" && weight.dequant_flops_per_element > 0) return true;
         if (w != "float" && w != "quantized" && w != "ggml") {  // a spelling of the format ("fp8" is fp8_e4m3)
@@ -62,9 +68,15 @@ void Engine::check_runs(const Format& weight, std::string_view quant) const {
     for (const auto& w : weight_formats)
         list += (list.empty() ? "" : ", ") + (w == "ggml" ? std::string("GGML tensor types (F32, F16, BF16, Q4_0 ... Q8_0, "
                                                                        "the K- and IQ-quants, MXFP4) and their mixes") : w);
+    const bool ggml_named = std::find(weight_formats.begin(), weight_formats.end(), "ggml") != weight_formats.end() &&
+                            is_ggml_type_name(weight.name);
     throw InvalidArgument("engine '" + id + "' does not run weights in " + weight.name +
                           (quant != weight.name ? " (quantization '" + std::string(quant) + "')" : std::string()) +
-                          "; it runs: " + list);
+                          "; it runs: " + list +
+                          (ggml_named ? std::string("; '") + weight.name + "' here is the GPU checkpoint format, computed on "
+                                        "FP4 tensor cores: GGML's type of that name is read from a GGUF file that holds it "
+                                        "(rp.model(path), quant='gguf')"
+                                      : std::string()));
 }
 
 std::string Engine::quant_for(std::string_view quant) const {

@@ -268,6 +268,12 @@ def test_mxfp4_on_llama_cpp_is_the_gguf_file_type_on_gpu_engines_the_checkpoint_
     assert row.decode_tokens_per_s == pytest.approx(named.decode_tokens_per_s, rel=1e-9)
     assert row.prefill_tokens_per_s == pytest.approx(named.prefill_tokens_per_s, rel=1e-9)
     assert rp.engine("llama.cpp").runs("gpt-oss-20b", "MXFP4")
+    # NVFP4 has no llama-quantize file type: as a GPU scheme (FP4 on tensor cores) llama.cpp refuses it and says where
+    # GGML's NVFP4 comes from; vLLM runs it
+    with pytest.raises(ValueError, match="does not run weights in nvfp4.*GPU checkpoint format.*quant='gguf'"):
+        rp.estimate(model="llama-3.1-8b", quant="nvfp4", device="rtx-5090")
+    assert not rp.engine("llama.cpp").runs("llama-3.1-8b", "nvfp4") and rp.engine("vllm").runs("llama-3.1-8b", "nvfp4")
+    assert rp.engine("llama.cpp").runs("llama-3.1-8b", "bf16") and rp.engine("llama.cpp").runs("llama-3.1-8b", "F16")
 
 
 def test_gpt_oss_has_its_biases_and_sinks_and_the_published_parameter_count():
