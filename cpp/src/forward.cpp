@@ -300,7 +300,8 @@ std::vector<OpSlot> forward_slots(const Model& model, const std::vector<TensorFo
                 // is not counted. A stacked expert bias [n, experts] is added to the rows routed to each expert
                 // (llama.cpp ggml_add_id): top_k × n elements per token, not the whole stack. A mat-vec may apply
                 // the bias of its own output; the router's selection bias (exp_probs_b) follows its sigmoid instead
-                const double per_token = role_kind(r) == Role::experts ? a.n_expert_used * w.shape[0] : w.elements();
+                const bool stacked = role_kind(r) == Role::experts && !w.shape.empty();  // a GGUF's shape may be empty
+                const double per_token = stacked ? a.n_expert_used * w.shape[0] : w.elements();
                 b.rows(r + ".bias", RowsBuilder::elementwise, per_token / (replicated_under_tensor_parallel(w, options) ? 1 : tp), 1, 1, 1)
                     .fused_at_one_row = options.matvec_fused_bias && r != "exp_probs_b";
                 continue;

@@ -264,3 +264,21 @@ TEST_CASE("estimates of DeepSeek-R1 and Llama 4 run: fp8 on 8 x H200 with CUDA g
     }
     CHECK(estimate(ds, h200, w).memory_weights == doctest::Approx(split / 8 + whole).epsilon(1e-12));
 }
+
+TEST_CASE("expert biases: top_k rows per token; a GGUF's dimensionless one is read as its elements, not indexed") {
+    Model m = catalog("gpt-oss-20b");
+    const auto formats = tensor_formats(m, "bf16", kBf16);
+    PhaseOptions opt;
+    opt.activation = kBf16;
+    opt.kv = kBf16;
+    opt.compute_units = 10;
+    auto bias_elements = [&](const Model& model) {
+        for (const auto& op : forward_ops(model, formats, 1, 4, 0, opt))
+            if (op.name == "ffn_up_exps.bias") return op.cost.bytes_written[0] / 2 / 4;  // per token, bf16
+        return -1.0;
+    };
+    CHECK(bias_elements(m) == doctest::Approx(4.0 * 2880));  // 4 experts per token × 2880, not 32 × 2880
+    for (auto& w : m.tensors)  // as a fuzzed GGUF may give it: no dimensions
+        if (w.name == "blk.0.ffn_up_exps.bias") w.shape.clear();
+    CHECK_NOTHROW(forward_slots(m, formats, opt));
+}
