@@ -283,6 +283,18 @@ std::vector<OpSlot> forward_slots(const Model& model, const std::vector<TensorFo
     std::stable_sort(order.begin(), order.end(),
                      [&](std::size_t x, std::size_t y) { return model.tensors[x].layer < model.tensors[y].layer; });
 
+    // Layers whose attention output or dense MLP down projection has a bias: there the add after the mat-vec is the
+    // bias's, and the residual add comes after it (one pass over the tensors)
+    std::vector<char> o_bias(static_cast<std::size_t>(a.n_layer), 0), down_bias(static_cast<std::size_t>(a.n_layer), 0);
+    for (const auto& w : model.tensors)
+        if (w.is_bias() && w.layer >= 0 && w.layer < a.n_layer) {
+            if (w.role == "attn_output") o_bias[static_cast<std::size_t>(w.layer)] = 1;
+            if (w.role == "ffn_down") down_bias[static_cast<std::size_t>(w.layer)] = 1;
+        }
+    // a one-row mat-vec applies the add right after it (matvec_fused_bias): the residual add, where no bias, norm
+    // (Gemma's post-norms) or all-reduce comes between
+    auto residual_fused = [&](bool biased) { return options.matvec_fused_bias && tp == 1 && !a.post_norms && !biased; };
+
     // Distinct layers seen so far: their candidates and the slots those joined.
     std::vector<std::pair<std::vector<OpSlot>, std::vector<std::size_t>>> seen;
     std::size_t pos = 0;
@@ -383,7 +395,8 @@ std::vector<OpSlot> forward_slots(const Model& model, const std::vector<TensorFo
                 }
                 b.linear(t, r);
                 if (tp > 1) b.all_reduce();
-                b.rows("residual_add", RowsBuilder::elementwise, H, 1, 2, 1);
+                b.rows("residual_add", RowsBuilder::elementwise, H, 1, 2, 1).fused_at_one_row =
+                    residual_fused(o_bias[static_cast<std::size_t>(l)] != 0);
                 break;
             }
             case Role::shared_down:  // the shared expert closes a MoE layer: its activation, then as ffn_down
@@ -396,7 +409,9 @@ std::vector<OpSlot> forward_slots(const Model& model, const std::vector<TensorFo
                     b.rows("ffn_act", RowsBuilder::elementwise, inner, activation_flops(a.activation), 1, 1);
                 b.linear(t, r);
                 if (tp > 1) b.all_reduce();
-                b.rows("residual_add", RowsBuilder::elementwise, H, 1, 2, 1);
+                // a shared expert's output is first added to the routed experts' (that add is the fused one)
+                b.rows("residual_add", RowsBuilder::elementwise, H, 1, 2, 1).fused_at_one_row =
+                    r == "ffn_down" && residual_fused(down_bias[static_cast<std::size_t>(l)] != 0);
                 break;
             }
             case Role::other:

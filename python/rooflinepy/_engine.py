@@ -59,7 +59,7 @@ class EngineBackend:
     kernel_fixed_cost_scale: CoreAttribute[float] = CoreAttribute("× the device's launch overhead per kernel")
     activation_format: CoreAttribute[str] = CoreAttribute("number format of the activations")
     fused_qkv: CoreAttribute[bool] = CoreAttribute("Q, K and V projections in one GEMM")
-    matvec_fused_bias: CoreAttribute[bool] = CoreAttribute("a mat-vec of one row applies the bias add after it")
+    matvec_fused_bias: CoreAttribute[bool] = CoreAttribute("a mat-vec of one row applies the add after it (bias or residual)")
     matvec_fused_glu: CoreAttribute[bool] = CoreAttribute("the gate and up mat-vecs of one row apply their GLU")
     attention_format: CoreAttribute[str] = CoreAttribute(
         "format of attention's matrix products ('activation': the activation format)")

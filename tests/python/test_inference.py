@@ -312,6 +312,11 @@ def test_one_token_mat_vecs_apply_their_bias_and_glu_where_ggml_fuses_them():
         assert not (bias | {"ffn_act"}) & ops(device, "llama.cpp", 1)
         assert (bias | {"ffn_act"}) <= ops(device, "llama.cpp", 2)
         assert (bias | {"ffn_act"}) <= ops(device, "llama.cpp", 1, "prefill")
+    # the residual add after a bias-free projection is the add such a mat-vec applies (not after Gemma's post-norms)
+    def residual(model, batch):
+        e = rp.estimate(model=model, quant="Q4_0", device="rtx-4090", prompt_tokens=0, gen_tokens=8, batch=batch)
+        return "residual_add" in set(e.breakdown.op)
+    assert not residual("llama-2-7b", 1) and residual("llama-2-7b", 2) and residual("gemma-3-4b", 1)
     vulkan = ops("rtx-4090", "llama.cpp-vulkan", 1)
     assert "ffn_act" in vulkan and not bias & vulkan
     assert (bias | {"ffn_act"}) <= ops("m4-pro", "llama.cpp", 1)

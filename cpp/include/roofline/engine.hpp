@@ -163,9 +163,10 @@ struct EngineBackend {
     std::string attention_format = "activation";
     std::vector<LinearKernel> linear_kernels;
     bool fused_qkv = false;                  ///< Q, K and V projections as one GEMM when they share a format
-    /// When a mat-vec multiplies one row (a single token in the whole batch), it applies the bias add that follows
-    /// it (matvec_fused_bias), and the gate and up products it computes together apply their gated activation
-    /// (matvec_fused_glu): those ops launch no kernel and move no bytes of their own.
+    /// When a mat-vec multiplies one row (a single token in the whole batch), it applies the add that follows it
+    /// (matvec_fused_bias: its bias, or the residual add where it has none), and the gate and up products it computes
+    /// together apply their gated activation (matvec_fused_glu): those ops launch no kernel and move no bytes of
+    /// their own.
     bool matvec_fused_bias = false, matvec_fused_glu = false;
     bool logits_last_token_only = true;      ///< prefill runs the output head for the last token only
     double runtime_overhead_bytes = 0;       ///< context, compute buffers, allocator slack
