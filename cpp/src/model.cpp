@@ -251,23 +251,19 @@ Architecture architecture_from_config(const nlohmann::json& c, const std::string
             a.expert_ffn = a.shared_ffn = a.ffn;
             a.n_shared_expert = 1;
             a.ffn = num(c, "intermediate_size_mlp", origin, 16384);
-        } else if (t == "glm4_moe") {
-            // transformers Glm4MoeConfig: routed experts of moe_intermediate_size, n_shared_experts of the same width
-            // as one shared MLP, dense MLPs (intermediate_size) in the first first_k_dense_replace layers, a sigmoid
-            // router with e_score_correction_bias; o_proj has no bias (attention_bias covers q, k, v). The MTP layers
-            // (num_nextn_predict_layers) are not part of the main model and are not counted, as for DeepSeek-V3
+        } else if (t == "deepseek_v3" || t == "glm4_moe") {
+            // routed experts of moe_intermediate_size; the shared experts are one MLP n_shared_experts ×
+            // moe_intermediate_size wide (HF DeepseekV3MoE, Glm4MoeMoE); dense MLPs (intermediate_size) in the first
+            // first_k_dense_replace layers; a sigmoid router with e_score_correction_bias. GLM-4.5's attention is
+            // GQA with biases on q, k, v only (attention_bias; o_proj has none). The MTP layers
+            // (num_nextn_predict_layers) are not part of the main model and are not counted
             a.n_expert = count_field(c, "n_routed_experts", origin);
             a.n_expert_used = count_field(c, "num_experts_per_tok", origin);
             a.expert_ffn = num(c, "moe_intermediate_size", origin);
             a.n_shared_expert = count_field(c, "n_shared_experts", origin, 0);
             a.shared_ffn = a.n_shared_expert * a.expert_ffn;
-        } else if (t == "deepseek_v3") {
-            a.n_expert = count_field(c, "n_routed_experts", origin);
-            a.n_expert_used = count_field(c, "num_experts_per_tok", origin);
-            a.expert_ffn = num(c, "moe_intermediate_size", origin);
-            // the shared experts are one MLP n_shared_experts × moe_intermediate_size wide (HF DeepseekV3MoE)
-            a.n_shared_expert = count_field(c, "n_shared_experts", origin, 0);
-            a.shared_ffn = a.n_shared_expert * a.expert_ffn;
+        }
+        if (t == "deepseek_v3") {  // multi-head latent attention
             a.q_lora_rank = num(c, "q_lora_rank", origin, 0);  // null: q_proj straight from the hidden state
             a.kv_lora_rank = num(c, "kv_lora_rank", origin);
             a.qk_rope_dim = num(c, "qk_rope_head_dim", origin);
@@ -308,13 +304,9 @@ Architecture architecture_from_config(const nlohmann::json& c, const std::string
             for (int i = 0; i < a.n_layer; ++i)
                 a.moe_layer[static_cast<std::size_t>(i)] = listed ? moe.count(i) > 0 : every >= 1 && (i + 1) % every == 0;
         }
-        if (t == "glm4_moe") {  // MoE from layer first_k_dense_replace on
+        if (t == "deepseek_v3" || t == "glm4_moe") {  // MoE from layer first_k_dense_replace on, every moe_layer_freq-th
             const int first = count_field(c, "first_k_dense_replace", origin, 0);
-            for (int i = 0; i < a.n_layer; ++i) a.moe_layer[static_cast<std::size_t>(i)] = i >= first;
-        }
-        if (t == "deepseek_v3") {  // MoE from layer first_k_dense_replace on, every moe_layer_freq-th
-            const int first = count_field(c, "first_k_dense_replace", origin, 0);
-            const int freq = count_field(c, "moe_layer_freq", origin, 1);
+            const int freq = t == "deepseek_v3" ? count_field(c, "moe_layer_freq", origin, 1) : 1;  // Glm4MoeConfig has none
             for (int i = 0; i < a.n_layer; ++i) a.moe_layer[static_cast<std::size_t>(i)] = i >= first && freq >= 1 && i % freq == 0;
         }
     }

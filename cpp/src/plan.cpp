@@ -202,7 +202,6 @@ inline void slot_times(OpTimes& t, const PlanSlot& s, const PhaseOptions& option
             const double passes = p.dequant_every_rows > 0 ? std::ceil(rows / p.dequant_every_rows) - 1 : 0.0;
             set_affine(t, p.base, rows, p.per_row, passes, p.pass);  // linear_extra_dequant_passes
             if (p.matrix) util = cache.get(s, p, k, options, rows);
-            if (merged_away(*s.op, rows)) t.derated.overhead_s = 0;  // its kernels are the mat-vec's before it
             break;
         }
         case SlotKind::moe: {
@@ -211,7 +210,6 @@ inline void slot_times(OpTimes& t, const PlanSlot& s, const PhaseOptions& option
             const double routed = rows * s.op->top_k, active = ops::expected_active_experts(s.op->experts, s.op->top_k, rows);
             set_affine(t, p.base, routed, p.per_row, active, p.pass);
             if (p.matrix) util = moe_utilization(*s.op, options, routed, active, s.op->paths[k]);
-            if (merged_away(*s.op, rows)) t.derated.overhead_s = 0;  // its kernels are the mat-vec's before it
             break;
         }
         case SlotKind::all_reduce: {
@@ -223,6 +221,7 @@ inline void slot_times(OpTimes& t, const PlanSlot& s, const PhaseOptions& option
             set_affine(t, s.base, rows, s.per_row);
             break;
     }
+    if (merged_away(*s.op, rows)) t.derated.overhead_s = 0;  // its kernels are the mat-vec's before it
 }
 
 inline OpTimes decode_attention_times(const PlanSlot& s, double batch, double context) {
