@@ -11,6 +11,8 @@ void register_engine(py::module_& m) {
         .def_readonly("name", &LinearKernel::name)
         .def_readonly("weights", &LinearKernel::weights, "weight formats it handles ('*', 'float', 'quantized' or names)")
         .def_readonly("max_rows", &LinearKernel::max_rows, "used up to this many rows (inf: no limit)")
+        .def_readonly("families", &LinearKernel::families,
+                      "hardware_db families the engine runs it on ([]: every family)")
         .def_property_readonly("unit", [](const LinearKernel& k) { return std::string(unit_name(k.unit)); })
         .def_readonly("compute", &LinearKernel::compute, "'activation' or the format of its multiply-adds")
         .def_readonly("tile_m", &LinearKernel::tile_m)

@@ -109,6 +109,10 @@ double LinearKernel::alu_ops_for(const Format& weight) const {
     return it == alu_ops_scale.end() ? alu_ops_per_mac : alu_ops_per_mac * it->second;
 }
 
+bool LinearKernel::runs_on(const std::string& family) const {
+    return families.empty() || std::find(families.begin(), families.end(), family) != families.end();
+}
+
 KernelOccupancy LinearKernel::occupancy_on(const std::string& family) const {
     KernelOccupancy o{efficiency, tiles_per_unit, split_k, stream_k};
     const auto it = by_family.find(family);
@@ -120,17 +124,18 @@ KernelOccupancy LinearKernel::occupancy_on(const std::string& family) const {
 
 std::vector<LinearKernel> EngineBackend::kernels_for(const Format& weight, std::string_view engine_id) const {
     std::vector<LinearKernel> out;
+    double reach = 0;  // rows the kernels of every family listed so far take
     for (const auto& k : linear_kernels) {
-        if (!k.handles(weight)) continue;
-        if (!out.empty() && k.max_rows <= out.back().max_rows) continue;  // shadowed by an earlier kernel
+        if (!k.handles(weight) || k.max_rows <= reach) continue;  // shadowed by an earlier kernel
         out.push_back(k);
-        if (!(k.max_rows < std::numeric_limits<double>::infinity())) break;
+        if (!k.families.empty()) continue;  // elsewhere the kernels after it run these rows
+        reach = k.max_rows;
+        if (!(reach < std::numeric_limits<double>::infinity())) return out;
     }
-    if (out.empty() || out.back().max_rows < std::numeric_limits<double>::infinity())
-        throw InvalidArgument("engine '" + std::string(engine_id) + "' on backend '" + backend +
-                              "' has no linear kernel for weights in " + weight.name +
-                              (out.empty() ? "" : " above " + std::to_string(static_cast<long long>(out.back().max_rows)) + " rows"));
-    return out;
+    throw InvalidArgument("engine '" + std::string(engine_id) + "' on backend '" + backend +
+                          "' has no linear kernel for weights in " + weight.name +
+                          (reach == 0 ? std::string(out.empty() ? "" : " on every device family")
+                                      : " above " + std::to_string(static_cast<long long>(reach)) + " rows"));
 }
 
 namespace {
@@ -185,6 +190,16 @@ LinearKernel parse_kernel(JsonObject& k) {
         x.weights.push_back(name);
     }
     if (auto r = k.opt_number("max_rows", 1, 1e15)) x.max_rows = *r;
+    if (k.has("families")) {
+        const auto& fams = k.array("families", true);
+        if (fams.empty()) k.fail("families", "must name at least one hardware_db family (absent: every family)");
+        for (std::size_t i = 0; i < fams.size(); ++i) {
+            if (!fams[i].is_string() || fams[i].get<std::string>().empty() ||
+                to_lower(fams[i].get<std::string>()) != fams[i].get<std::string>())
+                k.fail("families[" + std::to_string(i) + "]", "must be a hardware_db family in lower case, got " + fams[i].dump());
+            x.families.push_back(fams[i].get<std::string>());
+        }
+    }
     x.unit = k.choice("unit", {"vector", "matrix"}) == "vector" ? Unit::vector : Unit::matrix;
     x.compute = to_lower(k.nonempty_string("compute"));
     if (x.compute != "activation" && x.compute != "weights") {
@@ -585,6 +600,8 @@ Engine parse_engine(std::string_view json_text, std::string_view origin, const s
                                                 "in this backend or in the engine it is based_on)");
         if (b.linear_kernels.back().max_rows < std::numeric_limits<double>::infinity())
             backends.fail(name + ".linear_kernels", "must end with a kernel without max_rows (one for any number of rows)");
+        if (!b.linear_kernels.back().families.empty())
+            backends.fail(name + ".linear_kernels", "must end with a kernel without families (one for every device)");
         e.backends.push_back(std::move(b));
     }
     o.finish();
@@ -637,6 +654,7 @@ std::string Engine::to_json(int indent) const {
         for (const auto& k : b.linear_kernels) {
             nlohmann::ordered_json kj{{"name", k.name}, {"weights", k.weights}};
             if (k.max_rows < std::numeric_limits<double>::infinity()) kj["max_rows"] = k.max_rows;
+            if (!k.families.empty()) kj["families"] = k.families;
             kj["unit"] = std::string(unit_name(k.unit));
             kj["compute"] = k.compute;
             if (k.unit == Unit::matrix) {

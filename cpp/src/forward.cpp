@@ -99,6 +99,7 @@ std::vector<LinearPath> linear_paths(const Format& f, const PhaseOptions& opt) {
         p.alu_ops_per_mac = k.alu_ops_for(f);
         p.alu_format = k.alu_format;
         p.launches = k.launches;
+        p.families = k.families;
         if (!k.fallback_compute.empty()) {
             p.has_fallback = true;
             p.fallback = k.fallback_compute == "activation" ? opt.activation.compute : parse_dtype(k.fallback_compute);
@@ -551,7 +552,7 @@ OpCost slot_cost(const OpSlot& s, const PhaseOptions& options, double batch, dou
             break;
         }
         case SlotKind::linear: {
-            const LinearPath& p = s.paths[linear_path(s, rows)];
+            const LinearPath& p = s.paths[linear_path(s, rows, options.device_family)];
             op = linear_gemm(s, options, rows, p);
             if (p.unit == Unit::matrix) op.set_utilization(Unit::matrix, linear_utilization(s, options, rows, p));
             const double extra = linear_extra_dequant_passes(s, p, rows);
@@ -559,7 +560,7 @@ OpCost slot_cost(const OpSlot& s, const PhaseOptions& options, double batch, dou
             break;
         }
         case SlotKind::moe: {
-            const LinearPath& p = s.paths[linear_path(s, rows)];
+            const LinearPath& p = s.paths[linear_path(s, rows, options.device_family)];
             op = moe_path_gemm(s, options, rows, p);
             if (p.unit == Unit::matrix)
                 op.set_utilization(Unit::matrix, moe_utilization(s, options, rows * s.top_k,

@@ -502,7 +502,7 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
         std::vector<std::pair<DType, DType>> retag;
         if (op.kind == SlotKind::linear || op.kind == SlotKind::moe)
             for (const LinearPath& lp : op.paths) {
-                if (lp.unit != Unit::matrix) continue;
+                if (lp.unit != Unit::matrix || !lp.runs_on(dev.family)) continue;
                 try {
                     dev.execution_peak(lp.compute, Unit::matrix);  // its units, or wider ones doing the same arithmetic
                     continue;
@@ -518,10 +518,11 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
                     if (f.unit == Unit::matrix && f.format == from) f.format = to;
             return times_of(c, dev);
         };
-        // a linear or moe path's kernel thresholds, unit and compute format here (its fallback where retagged)
-        auto kernel_path = [&retag](const LinearPath& lp) {
+        // a linear or moe path's kernel thresholds, unit and compute format here (its fallback where retagged); a
+        // kernel the engine does not run on this device's family takes no rows (plan_path passes over it), no times
+        auto kernel_path = [&retag, &dev](const LinearPath& lp) {
             PlanSlot::Path path;
-            path.max_rows = lp.max_rows;
+            path.max_rows = lp.runs_on(dev.family) ? lp.max_rows : -std::numeric_limits<double>::infinity();
             path.matrix = lp.unit == Unit::matrix;
             path.compute = lp.compute;
             for (const auto& [from, to] : retag)
@@ -556,6 +557,10 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
                 for (std::size_t i = 0; i < op.paths.size(); ++i) {
                     const LinearPath& lp = op.paths[i];
                     PlanSlot::Path path = kernel_path(lp);
+                    if (!lp.runs_on(dev.family)) {
+                        s.paths.push_back(path);
+                        continue;
+                    }
                     // linear_extra_dequant_passes(op, lp, rows) = ceil(rows / every) - 1 where it is not 0
                     path.dequant_every_rows = linear_extra_dequant_passes(op, lp, 2 * lp.dequant_every_rows) > 0 ? lp.dequant_every_rows : 0.0;
                     path.base = times(3 * i);
@@ -582,15 +587,20 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
                 s.paths.reserve(op.paths.size());
                 for (std::size_t i = 0; i < op.paths.size(); ++i) {
                     PlanSlot::Path path = kernel_path(op.paths[i]);
-                    path.base = times(3 * i);
-                    const OpTimes t1 = times(3 * i + 1), t2 = times(3 * i + 2);
-                    path.per_row = t2 - t1;
-                    path.pass = (t1 - path.base) - path.per_row;
+                    if (op.paths[i].runs_on(dev.family)) {
+                        path.base = times(3 * i);
+                        const OpTimes t1 = times(3 * i + 1), t2 = times(3 * i + 2);
+                        path.per_row = t2 - t1;
+                        path.pass = (t1 - path.base) - path.per_row;
+                    }
                     s.paths.push_back(path);
                 }
-                s.base = s.paths[0].base;
-                s.per_row = s.paths[0].per_row;
-                s.extra = s.paths[0].pass;
+                {
+                    const PlanSlot::Path& first = s.paths[plan_path(s, 1)];  // the first path that runs here
+                    s.base = first.base;
+                    s.per_row = first.per_row;
+                    s.extra = first.pass;
+                }
                 break;
             case SlotKind::attention: {
                 s.base = times(0);
@@ -633,11 +643,11 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
                 auto it = std::find_if(cb_groups.begin(), cb_groups.end(), same);
                 if (it == cb_groups.end()) {
                     BalanceGroup key;
-                    key.max_rows.reserve(s.op->paths.size());
-                    key.dequant_every_rows.reserve(s.op->paths.size());
-                    for (const LinearPath& lp : s.op->paths) {
-                        key.max_rows.push_back(lp.max_rows);
-                        key.dequant_every_rows.push_back(lp.dequant_every_rows);
+                    key.max_rows.reserve(s.paths.size());
+                    key.dequant_every_rows.reserve(s.paths.size());
+                    for (std::size_t i = 0; i < s.paths.size(); ++i) {
+                        key.max_rows.push_back(s.paths[i].max_rows);
+                        key.dequant_every_rows.push_back(s.op->paths[i].dequant_every_rows);
                     }
                     key.coef.assign(key.max_rows.size(), {0, 0, 0});
                     cb_groups.push_back(key);

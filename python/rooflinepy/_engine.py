@@ -22,6 +22,8 @@ class LinearKernel:
     name: CoreAttribute[str] = CoreAttribute("the kernel's name in the engine's source")
     weights: CoreAttribute[List[str]] = CoreAttribute("weight formats it handles ('*', 'float', 'quantized' or names)")
     max_rows: CoreAttribute[float] = CoreAttribute("used up to this many rows (inf: no limit)")
+    families: CoreAttribute[List[str]] = CoreAttribute(
+        "hardware_db families the engine runs it on ([]: every family; elsewhere the kernels after it serve)")
     unit: CoreAttribute[str] = CoreAttribute("'matrix' or 'vector'")
     compute: CoreAttribute[str] = CoreAttribute("'activation' or the format of its multiply-adds")
     tile_m: CoreAttribute[float] = CoreAttribute("rows of a tile (matrix units)")

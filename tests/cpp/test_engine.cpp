@@ -76,7 +76,8 @@ const char* const kFullEngine = R"({
       "activation_format": {"value": "fp32", "source": "s2"},
       "attention_format": {"value": "activation", "source": "made up"},
       "linear_kernels": {"value": [
-        {"name": "gemv", "weights": ["quantized", "f16"], "max_rows": 4, "unit": "vector", "compute": "fp32", "source": "k1"},
+        {"name": "gemv", "weights": ["quantized", "f16"], "max_rows": 4, "families": ["nvidia-gb10", "amd-rdna3.5"],
+         "unit": "vector", "compute": "fp32", "source": "k1"},
         {"name": "gemm", "weights": ["*"], "unit": "matrix", "compute": "activation", "tile_m": 64, "tile_n": 32,
          "stream_k": true, "dequant_every_rows": 32, "dequant_overlapped": false, "efficiency": 0.8, "alu_ops_per_mac": 0.5,
          "alu_format": "int32", "alu_ops_scale": {"q4_k": 1.17, "q8_0": 0.83}, "launches": 2, "tiles_per_unit": 2,
@@ -178,6 +179,7 @@ void check_same_backend(const EngineBackend& a, const EngineBackend& b) {
         CHECK(x.max_rows == y.max_rows);
         CHECK(x.unit == y.unit);
         CHECK(x.compute == y.compute);
+        CHECK(x.families == y.families);
         if (x.unit == Unit::matrix) {  // tiles of vector kernels are not written
             CHECK(x.tile_m == y.tile_m);
             CHECK(x.tile_n == y.tile_n);
@@ -367,6 +369,18 @@ TEST_CASE("parse_engine: errors name the origin and the field path") {
         check_error(with(kTinyEngine, R"("weights": ["*"], "unit": "matrix")", R"("weights": ["*"], "max_rows": 64, "unit": "matrix")"),
                     {"backends.any.linear_kernels", "must end with a kernel without max_rows"});
     }
+    SUBCASE("a kernel list whose last kernel runs on some device families only") {
+        check_error(with(kTinyEngine, R"("weights": ["*"], "unit": "matrix")", R"("weights": ["*"], "families": ["nvidia-gb10"], "unit": "matrix")"),
+                    {"backends.any.linear_kernels", "must end with a kernel without families"});
+    }
+    SUBCASE("families: a non-empty array of lower-case names") {
+        check_error(with(kTinyEngine, R"("unit": "vector")", R"("families": [], "unit": "vector")"),
+                    {"backends.any.linear_kernels.value[0].families", "at least one hardware_db family"});
+        check_error(with(kTinyEngine, R"("unit": "vector")", R"("families": ["NVIDIA-GB10"], "unit": "vector")"),
+                    {"backends.any.linear_kernels.value[0].families[0]", "lower case", "NVIDIA-GB10"});
+        check_error(with(kTinyEngine, R"("unit": "vector")", R"("families": "nvidia-gb10", "unit": "vector")"),
+                    {"backends.any.linear_kernels.value[0].families", "must be an array"});
+    }
     SUBCASE("a bad unit") {
         check_error(with(kTinyEngine, R"("unit": "vector")", R"("unit": "tensor")"),
                     {"backends.any.linear_kernels.value[0].unit", "tensor", "vector, matrix"});
@@ -503,6 +517,24 @@ TEST_CASE("kernels_for picks kernels by weight class and format, in order of max
     CHECK_FALSE(b.linear_kernels[1].handles(q8));
     CHECK(b.linear_kernels[2].handles(q8));
     CHECK_FALSE(b.linear_kernels[2].handles(q4));
+    // a kernel of some device families stays before the kernels that serve the others: it shadows and ends nothing
+    EngineBackend gated = b;
+    LinearKernel native = kernel("native fp4", {"q8_0"}, inf, Unit::matrix);
+    native.families = {"nvidia-gb10"};
+    gated.linear_kernels.insert(gated.linear_kernels.begin() + 1, native);
+    auto gated_names = [&](const Format& f) {
+        std::vector<std::string> out;
+        for (const auto& k : gated.kernels_for(f, "tiny")) out.push_back(k.name);
+        return out;
+    };
+    CHECK(gated_names(q8) == std::vector<std::string>{"mmvq", "native fp4", "q8 tiles", "gemm"});
+    CHECK(gated_names(q4) == names(q4));
+    CHECK(native.runs_on("nvidia-gb10"));
+    CHECK_FALSE(native.runs_on("nvidia-hopper"));
+    CHECK(kernel("any", {"*"}, inf, Unit::matrix).runs_on("nvidia-hopper"));
+    EngineBackend only_gated;
+    only_gated.linear_kernels = {native};
+    CHECK_THROWS_WITH_AS(only_gated.kernels_for(q8, "tiny"), doctest::Contains("on every device family"), InvalidArgument);
     // no kernel for a format, or none beyond some rows: errors naming the engine and the format
     EngineBackend only_float;
     only_float.linear_kernels = {kernel("gemm", {"float"}, inf, Unit::matrix)};
@@ -521,7 +553,12 @@ TEST_CASE("kernels_for picks kernels by weight class and format, in order of max
                 const auto ks = eb.kernels_for(f, e.id);
                 REQUIRE_FALSE(ks.empty());
                 CHECK(ks.back().max_rows == inf);
-                for (std::size_t i = 1; i < ks.size(); ++i) CHECK(ks[i].max_rows > ks[i - 1].max_rows);
+                CHECK(ks.back().families.empty());
+                double reach = 0;  // the rows the kernels of every family cover grow along the list
+                for (const LinearKernel& k : ks) {
+                    CHECK(k.max_rows > reach);
+                    if (k.families.empty()) reach = k.max_rows;
+                }
             }
 }
 
@@ -652,6 +689,8 @@ TEST_CASE("to_json round-trips every engine through parse_engine") {
     CHECK_FALSE(again.backend("any").linear_kernels.back().dequant_overlapped);
     CHECK(again.backend("any").linear_kernels.back().stream_k);
     CHECK_FALSE(again.backend("any").linear_kernels.front().stream_k);  // absent: whole waves
+    CHECK(again.backend("any").linear_kernels.front().families == std::vector<std::string>{"nvidia-gb10", "amd-rdna3.5"});
+    CHECK(again.backend("any").linear_kernels.back().families.empty());  // absent: every family
 }
 
 TEST_CASE("engine(name): by id or alias, case-insensitively; an unknown name is NotFound with a hint") {

@@ -12,6 +12,7 @@
 #include "roofline/weights.hpp"
 #include "test_helpers.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -88,6 +89,8 @@ TEST_CASE("estimate plans reproduce the op-by-op, step-by-step estimator") {
         {"deepseek-r1", {"fp8", "fp8", true, "cuda-graphs", 1}, "h200-sxm", 4, 300, 20},        // MLA: absorbed / expanded
         {"deepseek-r1", {"bf16", "bf16", false, "generic", 1}, "h200-sxm", 1, 1, 3},            // one-token prompt
         {"llama-4-scout", {"bf16", "bf16", true, "cuda-graphs", 1}, "h200-sxm", 2, 8180, 20},   // crosses a chunk
+        {"gpt-oss-20b", {"MXFP4_MOE", "f16", true, "llama.cpp", 1}, "rtx-5090", 3, 170, 20},     // native FP4 MMQ (sm_120)
+        {"gpt-oss-20b", {"MXFP4_MOE", "f16", true, "llama.cpp", 1}, "b200", 3, 170, 20},         // its int8 MMQ (sm_100)
     };
     for (const auto& c : cases) {
         CAPTURE(c.model);
@@ -308,6 +311,47 @@ TEST_CASE("llama.cpp CUDA multiplies attention on fp16 tensor cores: a prompt at
     // 16k tokens of context cost the 512-token prompt less than 2x its time without (the attention FLOPs at the
     // fp32 vector rate made it 4x)
     CHECK(deep.prefill_s < 2 * plan.evaluate(1, 512, 0, 0, nullptr).prefill_s);
+}
+
+TEST_CASE("llama.cpp's native FP4 MMQ runs on the families ggml builds it for; the int8 MMQ everywhere else") {
+    const auto& db = roofline::test::hardware_db();
+    const Model m = catalog("gpt-oss-20b");
+    // llama.cpp without the family-gated kernel: what the estimate was before it, and what every other GPU runs
+    Engine plain = *engine("llama.cpp");
+    plain.id = "llama.cpp-int8-mmq";
+    std::size_t gated = 0;
+    for (EngineBackend& b : plain.backends) {
+        const auto n = b.linear_kernels.size();
+        b.linear_kernels.erase(std::remove_if(b.linear_kernels.begin(), b.linear_kernels.end(),
+                                              [](const LinearKernel& k) { return !k.families.empty(); }),
+                               b.linear_kernels.end());
+        gated += n - b.linear_kernels.size();
+    }
+    REQUIRE(gated == 1);
+    const auto plain_ptr = std::make_shared<const Engine>(plain);
+    auto prefill = [&](const char* device, std::shared_ptr<const Engine> e, std::vector<BreakdownRow>* rows = nullptr) {
+        const EstimatePlan plan(m, db.get(device), PlanConfig("MXFP4_MOE", "f16", true, "llama.cpp", 1, 4096, std::move(e)));
+        return plan.evaluate(1, 4096, 16, 0, rows);
+    };
+    for (const char* device : {"rtx-4090", "b200", "h100-sxm", "a100-sxm-80gb"}) {  // not sm_120 / sm_121: the same plan
+        CAPTURE(device);
+        check_rows_equal(prefill(device, nullptr), prefill(device, plain_ptr));
+    }
+    for (const char* device : {"rtx-5090", "rtx-pro-6000-blackwell", "gb10"}) {
+        CAPTURE(device);
+        std::vector<BreakdownRow> rows, plain_rows;
+        const EstimateRow native = prefill(device, nullptr, &rows), int8 = prefill(device, plain_ptr, &plain_rows);
+        CHECK(native.decode_s == int8.decode_s);  // one row: the mat-vec (MMVQ) in both
+        CHECK(native.prefill_s < int8.prefill_s);  // half the MMA time, a quarter of the unpacking
+        for (const BreakdownRow& r : rows)
+            if (r.phase == "prefill" && r.op.find("_exps") != std::string::npos && r.op.find(".bias") == std::string::npos)
+                CHECK(r.compute == "fp4 matrix");
+            else if (r.phase == "prefill" && r.op == "attn_output")
+                CHECK(r.compute == "int8 matrix");  // Q8_0 in the MXFP4_MOE mix: the int8 MMQ
+        for (const BreakdownRow& r : plain_rows)
+            if (r.phase == "prefill" && r.op.find("_exps") != std::string::npos && r.op.find(".bias") == std::string::npos)
+                CHECK(r.compute == "int8 matrix");
+    }
 }
 
 TEST_CASE("a decode kernel with a thread block per query head slows GQA decode at long contexts, not MHA decode") {

@@ -69,7 +69,7 @@ def test_llama_cpp_vulkan_runs_prompts_on_the_matrix_units_in_fp16():
     assert tg.decode_bound == "memory:dram"
 
 
-def test_every_kernel_occupancy_names_a_device_family_the_database_has():
+def test_every_kernel_occupancy_and_family_gate_names_a_device_family_the_database_has():
     families = {rp.device(d).family for d in rp.devices()}
     named = set()
     for e in rp.engines():
@@ -79,6 +79,8 @@ def test_every_kernel_occupancy_names_a_device_family_the_database_has():
                     assert family in families, (e, b.backend, k.name, family, sorted(families))
                     assert o["source"], (e, b.backend, k.name, family)
                     named.add(family)
+                for family in k.families:  # a kernel run on some families only: a misspelt one would never run
+                    assert family in families, (e, b.backend, k.name, family, sorted(families))
     assert {"amd-rdna3", "amd-rdna3.5", "amd-rdna4"} <= named
 
 
@@ -110,3 +112,20 @@ def test_llama_cpp_mmq_occupies_every_rdna_generation_as_ggml_configures_it():
             assert (o["tiles_per_unit"], o["split_k"]) == (0.5, False), (k.name, family, o)
     assert {rp.device(d).family for d in ("rx-7900-xtx", "rx-9070-xt", "strix-halo")} == {
         "amd-rdna3", "amd-rdna4", "amd-rdna3.5"}
+
+
+def test_llama_cpp_mmq_multiplies_fp4_weights_in_fp4_on_sm120_and_sm121_only():
+    """ggml-cuda runs MXFP4 / NVFP4 weights through block-scaled FP4 MMA where blackwell_mma_available (sm_120
+    GeForce / RTX PRO Blackwell, sm_121 GB10) and through its int8 MMQ everywhere else, B200's sm_100 included; the
+    Q8_0 matrices of the MXFP4_MOE file stay int8 on every GPU."""
+    native = {"rtx-5090", "rtx-5080", "rtx-pro-6000-blackwell", "gb10"}
+    for dev in sorted(native | {"rtx-4090", "h100-sxm", "b200", "a100-sxm-80gb"}):
+        b = rp.estimate(model="gpt-oss-20b", quant="mxfp4", device=dev, engine="llama.cpp", prompt_tokens=512,
+                        gen_tokens=0).breakdown
+        experts = b[b.op.isin(["ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"])]
+        assert set(experts.compute) == {"fp4 matrix" if dev in native else "int8 matrix"}, dev
+        assert set(b[b.op == "attn_output"].compute) == {"int8 matrix"}, dev
+    cuda = next(x for x in rp.engine("llama.cpp").backends if x.backend == "cuda")
+    fp4 = next(k for k in cuda.linear_kernels if k.families)
+    assert fp4.families == ["nvidia-blackwell-gb20x", "nvidia-gb10"] and fp4.compute == "fp4"
+    assert rp.device("b200").family not in fp4.families

@@ -249,8 +249,9 @@ def test_what_cannot_run_is_a_clear_error_the_same_everywhere():
 def test_mxfp4_on_llama_cpp_is_the_gguf_file_type_on_gpu_engines_the_checkpoint_format():
     """gpt-oss GGUFs are llama-quantize's MXFP4_MOE type (experts in MXFP4, other matrices Q8_0), the only way
     llama.cpp holds MXFP4: "MXFP4" with a llama.cpp engine means that file, its matrices on ggml's quantized kernels
-    (MMQ: int8 tensor cores after the activations' q8_1 conversion), in the estimate and the sweep alike. On vLLM the
-    name stays the Hugging Face checkpoint format."""
+    (MMQ: on GB10's sm_121 its native FP4 path for the experts, int8 tensor cores after the activations' q8_1
+    conversion for the Q8_0 matrices), in the estimate and the sweep alike. On vLLM the name stays the Hugging Face
+    checkpoint format."""
     kw = dict(model="gpt-oss-20b", device="gb10", prompt_tokens=2048, gen_tokens=32)
     named, mix = rp.estimate(quant="MXFP4", **kw), rp.estimate(quant="MXFP4_MOE", **kw)
     assert rp.engine("llama.cpp").quant_for("mxfp4") == "MXFP4_MOE"
@@ -259,7 +260,7 @@ def test_mxfp4_on_llama_cpp_is_the_gguf_file_type_on_gpu_engines_the_checkpoint_
     assert named.decode_tokens_per_s == pytest.approx(mix.decode_tokens_per_s, rel=1e-12)
     b = named.breakdown
     pre = b[b.phase == "prefill"].set_index("op")
-    assert pre.loc["ffn_gate_exps", "compute"] == "int8 matrix"  # MMQ, not a float GEMM
+    assert pre.loc["ffn_gate_exps", "compute"] == "fp4 matrix"  # MMQ's native FP4 path, not a float GEMM
     assert pre.loc["attn_q", "compute"] == "int8 matrix"  # the Q8_0 attention of the mix
     assert rp.estimate(quant="MXFP4", engine="vllm", **kw).weight_bytes < mix.weight_bytes  # no Q8_0 matrices
     t = rp.sweep(models=["gpt-oss-20b"], quants=["MXFP4"], devices=["gb10"], engine=["llama.cpp", "vllm"],

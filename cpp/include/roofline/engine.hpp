@@ -68,6 +68,10 @@ struct LinearKernel {
     /// in instead ("activation": weights dequantized in registers, W4A16 / W8A16 as Marlin-style kernels run them);
     /// "" none: the combination is refused (the device's NotFound naming the format and the peaks it has).
     std::string fallback_compute;
+    /// hardware_db families (lower case) the engine runs this kernel on; empty: every family. Elsewhere the kernels
+    /// after it serve (ggml's native FP4 MMQ needs the block-scaled FP4 MMA of sm_120 / sm_121 and falls back to its
+    /// int8 MMQ on every other GPU): it neither shadows nor ends the list (kernels_for).
+    std::vector<std::string> families;
     double tile_m = 64, tile_n = 64;        ///< output tile: rows × output features
     /// The kernel splits its tiles' K loop evenly over the processors (stream-K decomposition) when whole tiles
     /// would leave a wave partly idle: no wave quantization, only the row and column tiles' padding.
@@ -100,6 +104,8 @@ struct LinearKernel {
 
     /// Whether it runs linear layers whose weights are in `weight`.
     bool handles(const Format& weight) const;
+    /// Whether the engine runs it on a device of `family` (families empty, or naming it).
+    bool runs_on(const std::string& family) const;
     /// alu_ops_per_mac for weights in `weight`: × alu_ops_scale of its format.
     double alu_ops_for(const Format& weight) const;
     /// efficiency, tiles_per_unit, split_k and stream_k on a device of `family` (by_family's where it names it).
@@ -212,7 +218,8 @@ struct EngineBackend {
     /// Each property's source, by its engine_db key ("activation_format", "linear_kernels[1]", ...).
     std::map<std::string, Provenance> sources;
 
-    /// The kernels that run linear layers of weights in `weight`, in order of max_rows (the last has no limit).
+    /// The kernels that run linear layers of weights in `weight`, in order of max_rows (the last has no limit and
+    /// runs on every family; a kernel of some families only stays in the list before the ones that serve the rest).
     /// Throws InvalidArgument naming the engine and format when none handles it.
     std::vector<LinearKernel> kernels_for(const Format& weight, std::string_view engine_id) const;
 };

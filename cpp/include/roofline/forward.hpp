@@ -10,6 +10,7 @@
 #include "roofline/ops/attention.hpp"
 #include "roofline/weights.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -112,12 +113,16 @@ struct LinearPath {
     double launches = 1;
     bool has_fallback = false;      ///< LinearKernel::fallback_compute: where the device lacks `compute` units
     DType fallback = DType::fp16;
+    std::vector<std::string> families;  ///< LinearKernel::families: run on devices of these only (empty: all)
+    bool runs_on(const std::string& family) const {
+        return families.empty() || std::find(families.begin(), families.end(), family) != families.end();
+    }
     bool operator==(const LinearPath& o) const {
         return max_rows == o.max_rows && unit == o.unit && compute == o.compute && tile_m == o.tile_m &&
                tile_n == o.tile_n && stream_k == o.stream_k && dequant_every_rows == o.dequant_every_rows && dequant_overlapped == o.dequant_overlapped &&
                efficiency == o.efficiency && tiles_per_unit == o.tiles_per_unit && split_k == o.split_k &&
                by_family == o.by_family && alu_ops_per_mac == o.alu_ops_per_mac && alu_format == o.alu_format &&
-               launches == o.launches && has_fallback == o.has_fallback && fallback == o.fallback;
+               launches == o.launches && has_fallback == o.has_fallback && fallback == o.fallback && families == o.families;
     }
 };
 
@@ -176,10 +181,11 @@ inline bool merged_away(const OpSlot& s, double rows) { return s.merged_at_one_r
 /// return an empty cost (their bytes are rows × bytes_per_row, timed on the interconnect).
 OpCost slot_cost(const OpSlot& slot, const PhaseOptions& options, double batch, double tokens, double past);
 
-/// The path a linear or moe slot runs at `rows` rows: the first whose max_rows is not exceeded.
-inline std::size_t linear_path(const OpSlot& s, double rows) {
+/// The path a linear or moe slot runs at `rows` rows on a device of `family`: the first that runs there and whose
+/// max_rows is not exceeded.
+inline std::size_t linear_path(const OpSlot& s, double rows, const std::string& family) {
     std::size_t i = 0;
-    while (i + 1 < s.paths.size() && rows > s.paths[i].max_rows) ++i;
+    while (i + 1 < s.paths.size() && (rows > s.paths[i].max_rows || !s.paths[i].runs_on(family))) ++i;
     return i;
 }
 /// A linear slot's GEMM over `rows` rows through path `p`, with utilization 1 and its weights dequantized once: the

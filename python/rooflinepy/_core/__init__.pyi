@@ -430,6 +430,11 @@ class LinearKernel:
         fraction of the unit's achievable peak it reaches
         """
     @property
+    def families(self) -> list[str]:
+        """
+        hardware_db families the engine runs it on ([]: every family)
+        """
+    @property
     def launches(self) -> float:
         """
         kernels launched per linear layer

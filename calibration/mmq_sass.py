@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Count the instructions of ggml-cuda's MMQ inner loop per multiply-add, per weight type and GPU architecture.
+
+    python3 calibration/mmq_sass.py --ggml /path/to/ggml [--arch sm_86 --arch sm_120a] [--type q4_0 --type mxfp4]
+
+What it measures: engine_db's ``alu_ops_scale`` of llama.cpp's MMQ kernels (engine_db/llama.cpp.json, cuda backend)
+are the instructions MMQ's K loop issues besides its matrix multiply-adds, per 4096 multiply-adds, relative to
+Q4_0's loop on sm_86. This script reproduces them from the kernel's machine code: it compiles
+``src/ggml-cuda/template-instances/mmq-instance-<type>.cu`` of a ggml checkout with nvcc for each architecture,
+disassembles it with cuobjdump, takes ``mul_mat_q<type, J=128, need_check=false>`` and, in it, the smallest loop
+(a backward branch and its target) holding MMA instructions. It prints the loop's instructions, its MMA count and
+multiply-adds, the other instructions per 4096 multiply-adds and their ratio to the reference.
+
+Needs nvcc and cuobjdump (CUDA Toolkit; cuobjdump also comes with pip's nvidia-cuda-cuobjdump) and a ggml source
+tree (ggml-org/ggml, or llama.cpp's ggml/). It needs no GPU and is not run by the tests: its output is a source the
+engine file cites.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+from typing import Dict, Iterator, List, Optional, Tuple
+
+# multiply-adds of one matrix instruction, by its SASS opcode and shape (m16n8k32: 16 * 8 * 32)
+MACS_PER_MMA = {"IMMA.16832": 4096, "IMMA.16816": 2048, "IMMA.8816": 512, "HMMA.16816": 2048, "HMMA.1688": 1024,
+                "OMMA.SF.16864": 8192, "QMMA.16832": 4096, "QMMA.SF.16832": 4096}
+REFERENCE = ("q4_0", "sm_86")
+
+
+def functions(sass: str) -> Iterator[Tuple[str, List[Tuple[int, str]]]]:
+    """(mangled name, [(address, instruction)]) of each function of cuobjdump -sass output."""
+    name: Optional[str] = None
+    body: List[Tuple[int, str]] = []
+    for line in sass.splitlines():
+        m = re.search(r"Function : (\S+)", line)
+        if m:
+            if name:
+                yield name, body
+            name, body = m.group(1), []
+            continue
+        m = re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;", line)
+        if m and name:
+            body.append((int(m.group(1), 16), m.group(2)))
+    if name:
+        yield name, body
+
+
+def opcode(instruction: str) -> str:
+    """The opcode with its modifiers, without a predicate guard (@P0, @!PT ...)."""
+    words = re.sub(r"^@!?U?P\w+\s+", "", instruction).split()
+    return words[0] if words else ""
+
+
+def mma_shape(op: str) -> Optional[str]:
+    for key in MACS_PER_MMA:
+        base, shape = key.split(".", 1)
+        if op.split(".")[0] == base and f".{shape}." in op + ".":
+            return key
+    return None
+
+
+def inner_loop(body: List[Tuple[int, str]]) -> Tuple[List[str], List[str]]:
+    """The smallest loop holding MMA instructions: (its opcodes without NOPs, the MMA shapes in it)."""
+    index = {addr: i for i, (addr, _) in enumerate(body)}
+    best: Optional[Tuple[int, int]] = None
+    for i, (addr, ins) in enumerate(body):
+        if not opcode(ins).startswith("BRA"):
+            continue
+        m = re.search(r"0x([0-9a-f]+)", ins)
+        target = int(m.group(1), 16) if m else None
+        if target is None or target > addr or target not in index:
+            continue
+        lo = index[target]
+        if any("MMA" in opcode(x) for _, x in body[lo:i + 1]) and (best is None or i - lo < best[1] - best[0]):
+            best = (lo, i)
+    if best is None:
+        raise SystemExit("no loop with MMA instructions found")
+    ops = [opcode(x) for _, x in body[best[0]:best[1] + 1] if opcode(x) != "NOP"]
+    shapes = [mma_shape(o) for o in ops if "MMA" in o]
+    unknown = [o for o, s in zip([o for o in ops if "MMA" in o], shapes) if s is None]
+    if unknown:
+        raise SystemExit(f"MMA instructions of unknown shape: {sorted(set(unknown))}; add them to MACS_PER_MMA")
+    return ops, [s for s in shapes if s]
+
+
+def count(ggml: Path, wtype: str, arch: str, nvcc: str, cuobjdump: str, work: Path) -> Dict[str, object]:
+    source = ggml / "src" / "ggml-cuda" / "template-instances" / f"mmq-instance-{wtype}.cu"
+    if not source.is_file():
+        raise SystemExit(f"--type {wtype}: {source} does not exist")
+    cubin = work / f"{wtype}.{arch}.cubin"
+    subprocess.run([nvcc, "-std=c++17", "-O3", f"-arch={arch}", "-cubin", "-DNDEBUG",
+                    f"-I{ggml / 'include'}", f"-I{ggml / 'src'}", f"-I{ggml / 'src' / 'ggml-cuda'}",
+                    "-o", str(cubin), str(source)], check=True)
+    sass = subprocess.run([cuobjdump, "-sass", str(cubin)], check=True, capture_output=True, text=True).stdout
+    kernel = [(n, b) for n, b in functions(sass) if re.match(r"_Z9mul_mat_qIL9ggml_type\d+ELi128ELb0E", n)]
+    if not kernel:
+        raise SystemExit(f"{cubin}: no mul_mat_q<type, 128, false> in it")
+    ops, shapes = inner_loop(kernel[0][1])
+    macs = sum(MACS_PER_MMA[s] for s in shapes)
+    other = len(ops) - len(shapes)
+    return {"type": wtype, "arch": arch, "loop": len(ops), "mma": f"{len(shapes)} x {Counter(shapes).most_common(1)[0][0]}",
+            "macs": macs, "other": other, "per_4096": other * 4096 / macs,
+            "top": Counter(o.split(".")[0] for o in ops if "MMA" not in o).most_common(6)}
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--ggml", type=Path, required=True, help="a ggml source tree (holding src/ggml-cuda)")
+    ap.add_argument("--arch", action="append", help="nvcc -arch values (default: sm_86 and sm_120a)")
+    ap.add_argument("--type", action="append", help="weight types (default: q4_0 q8_0 q4_k q6_k mxfp4 nvfp4)")
+    ap.add_argument("--nvcc", default=shutil.which("nvcc") or "nvcc")
+    ap.add_argument("--cuobjdump", default=shutil.which("cuobjdump") or "cuobjdump")
+    args = ap.parse_args(argv)
+    archs = args.arch or ["sm_86", "sm_120a"]
+    types = args.type or ["q4_0", "q8_0", "q4_k", "q6_k", "mxfp4", "nvfp4"]
+    if REFERENCE[0] not in types:
+        types.insert(0, REFERENCE[0])
+    if REFERENCE[1] not in archs:
+        archs.insert(0, REFERENCE[1])
+    with tempfile.TemporaryDirectory() as tmp:
+        rows = [count(args.ggml, t, a, args.nvcc, args.cuobjdump, Path(tmp)) for t in types for a in archs]
+    ref = next(r for r in rows if (r["type"], r["arch"]) == REFERENCE)["per_4096"]
+    print(f"{'type':8} {'arch':8} {'loop':>6} {'MMA':>20} {'MACs':>9} {'other':>6} {'/4096 MACs':>10} "
+          f"{'vs ' + '/'.join(REFERENCE):>13}  most issued")
+    for r in rows:
+        print(f"{r['type']:8} {r['arch']:8} {r['loop']:6d} {r['mma']:>20} {r['macs']:9d} {r['other']:6d} "
+              f"{r['per_4096']:10.2f} {r['per_4096'] / ref:13.3f}  {r['top']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
