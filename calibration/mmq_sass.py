@@ -2,14 +2,21 @@
 """Count the instructions of ggml-cuda's MMQ inner loop per multiply-add, per weight type and GPU architecture.
 
     python3 calibration/mmq_sass.py --ggml /path/to/ggml [--arch sm_86 --arch sm_120a] [--type q4_0 --type mxfp4]
+    python3 calibration/mmq_sass.py --ggml /path/to/ggml --dp4a --j 64 --arch sm_86 --type q4_0   # the dp4a variant
 
 What it measures: engine_db's ``alu_ops_scale`` of llama.cpp's MMQ kernels (engine_db/llama.cpp.json, cuda backend)
 are the instructions MMQ's K loop issues besides its matrix multiply-adds, per 4096 multiply-adds, relative to
 Q4_0's loop on sm_86. This script reproduces them from the kernel's machine code: it compiles
 ``src/ggml-cuda/template-instances/mmq-instance-<type>.cu`` of a ggml checkout with nvcc for each architecture,
-disassembles it with cuobjdump, takes ``mul_mat_q<type, J=128, need_check=false>`` and, in it, the smallest loop
-(a backward branch and its target) holding MMA instructions. It prints the loop's instructions, its MMA count and
-multiply-adds, the other instructions per 4096 multiply-adds and their ratio to the reference.
+disassembles it with cuobjdump, takes ``mul_mat_q<type, J, need_check=false>`` (J = 128 tokens unless --j) and, in
+it, the K loop: the smallest loop (a backward branch and its target) holding both global loads and MMA (or, with
+--dp4a, IDP.4A) instructions, so that loading and unpacking the weight tile counts beside its products. It
+prints the loop's instructions, its matrix instructions and multiply-adds, the other instructions per 4096
+multiply-adds and their ratio to the reference (counted the same way). All counts are per warp instruction.
+
+--dp4a compiles a copy of the tree with TURING_MMA_AVAILABLE left undefined (common.cuh), so MMQ takes the path ggml
+builds where no MMA is available (vec_dot_*_dp4a: Pascal, and the HIP build on RDNA2 and GCN): the same source's
+integer work around 4-way int8 dot products instead of tensor-core MMAs, in NVIDIA's instruction set.
 
 Needs nvcc and cuobjdump (CUDA Toolkit; cuobjdump also comes with pip's nvidia-cuda-cuobjdump) and a ggml source
 tree (ggml-org/ggml, or llama.cpp's ggml/). It needs no GPU and is not run by the tests: its output is a source the
@@ -27,8 +34,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Tuple
 
-# multiply-adds of one matrix instruction, by its SASS opcode and shape (m16n8k32: 16 * 8 * 32)
-MACS_PER_MMA = {"IMMA.16832": 4096, "IMMA.16816": 2048, "IMMA.8816": 512, "HMMA.16816": 2048, "HMMA.1688": 1024,
+# multiply-adds of one warp instruction, by its SASS opcode and shape (m16n8k32: 16 * 8 * 32; IDP.4A: 32 lanes * 4)
+MACS_PER_MMA = {"IDP.4A": 128, "IMMA.16832": 4096, "IMMA.16816": 2048, "IMMA.8816": 512, "HMMA.16816": 2048, "HMMA.1688": 1024,
                 "OMMA.SF.16864": 8192, "QMMA.16832": 4096, "QMMA.SF.16832": 4096}
 REFERENCE = ("q4_0", "sm_86")
 
@@ -57,7 +64,14 @@ def opcode(instruction: str) -> str:
     return words[0] if words else ""
 
 
+def is_matrix(op: str) -> bool:
+    """An instruction whose multiply-adds the loop exists for: an MMA, or a 4-way int8 dot product."""
+    return "MMA" in op or op.startswith("IDP.4A")
+
+
 def mma_shape(op: str) -> Optional[str]:
+    if op.startswith("IDP.4A"):
+        return "IDP.4A"
     for key in MACS_PER_MMA:
         base, shape = key.split(".", 1)
         if op.split(".")[0] == base and f".{shape}." in op + ".":
@@ -66,7 +80,8 @@ def mma_shape(op: str) -> Optional[str]:
 
 
 def inner_loop(body: List[Tuple[int, str]]) -> Tuple[List[str], List[str]]:
-    """The smallest loop holding MMA instructions: (its opcodes without NOPs, the MMA shapes in it)."""
+    """The K loop: the smallest loop holding both matrix instructions and global loads (a tile loaded and unpacked
+    into shared memory, then multiplied), as (its opcodes without NOPs, the matrix instructions' shapes in it)."""
     index = {addr: i for i, (addr, _) in enumerate(body)}
     best: Optional[Tuple[int, int]] = None
     for i, (addr, ins) in enumerate(body):
@@ -77,19 +92,21 @@ def inner_loop(body: List[Tuple[int, str]]) -> Tuple[List[str], List[str]]:
         if target is None or target > addr or target not in index:
             continue
         lo = index[target]
-        if any("MMA" in opcode(x) for _, x in body[lo:i + 1]) and (best is None or i - lo < best[1] - best[0]):
+        ops = [opcode(x) for _, x in body[lo:i + 1]]
+        if (any(is_matrix(o) for o in ops) and any(o.startswith("LDG") for o in ops)
+                and (best is None or i - lo < best[1] - best[0])):
             best = (lo, i)
     if best is None:
-        raise SystemExit("no loop with MMA instructions found")
+        raise SystemExit("no loop with matrix instructions and global loads found")
     ops = [opcode(x) for _, x in body[best[0]:best[1] + 1] if opcode(x) != "NOP"]
-    shapes = [mma_shape(o) for o in ops if "MMA" in o]
-    unknown = [o for o, s in zip([o for o in ops if "MMA" in o], shapes) if s is None]
+    shapes = [mma_shape(o) for o in ops if is_matrix(o)]
+    unknown = [o for o, s in zip([o for o in ops if is_matrix(o)], shapes) if s is None]
     if unknown:
         raise SystemExit(f"MMA instructions of unknown shape: {sorted(set(unknown))}; add them to MACS_PER_MMA")
     return ops, [s for s in shapes if s]
 
 
-def count(ggml: Path, wtype: str, arch: str, nvcc: str, cuobjdump: str, work: Path) -> Dict[str, object]:
+def count(ggml: Path, wtype: str, arch: str, nvcc: str, cuobjdump: str, work: Path, j: int = 128) -> Dict[str, object]:
     source = ggml / "src" / "ggml-cuda" / "template-instances" / f"mmq-instance-{wtype}.cu"
     if not source.is_file():
         raise SystemExit(f"--type {wtype}: {source} does not exist")
@@ -98,15 +115,15 @@ def count(ggml: Path, wtype: str, arch: str, nvcc: str, cuobjdump: str, work: Pa
                     f"-I{ggml / 'include'}", f"-I{ggml / 'src'}", f"-I{ggml / 'src' / 'ggml-cuda'}",
                     "-o", str(cubin), str(source)], check=True)
     sass = subprocess.run([cuobjdump, "-sass", str(cubin)], check=True, capture_output=True, text=True).stdout
-    kernel = [(n, b) for n, b in functions(sass) if re.match(r"_Z9mul_mat_qIL9ggml_type\d+ELi128ELb0E", n)]
+    kernel = [(n, b) for n, b in functions(sass) if re.match(rf"_Z9mul_mat_qIL9ggml_type\d+ELi{j}ELb0E", n)]
     if not kernel:
-        raise SystemExit(f"{cubin}: no mul_mat_q<type, 128, false> in it")
+        raise SystemExit(f"{cubin}: no mul_mat_q<type, {j}, false> in it")
     ops, shapes = inner_loop(kernel[0][1])
     macs = sum(MACS_PER_MMA[s] for s in shapes)
     other = len(ops) - len(shapes)
     return {"type": wtype, "arch": arch, "loop": len(ops), "mma": f"{len(shapes)} x {Counter(shapes).most_common(1)[0][0]}",
             "macs": macs, "other": other, "per_4096": other * 4096 / macs,
-            "top": Counter(o.split(".")[0] for o in ops if "MMA" not in o).most_common(6)}
+            "top": Counter(o.split(".")[0] for o in ops if not is_matrix(o)).most_common(6)}
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -114,6 +131,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--ggml", type=Path, required=True, help="a ggml source tree (holding src/ggml-cuda)")
     ap.add_argument("--arch", action="append", help="nvcc -arch values (default: sm_86 and sm_120a)")
     ap.add_argument("--type", action="append", help="weight types (default: q4_0 q8_0 q4_k q6_k mxfp4 nvfp4)")
+    ap.add_argument("--j", type=int, default=128, help="the kernel's token tile (template J; default 128)")
+    ap.add_argument("--dp4a", action="store_true", help="count the dp4a variant (no MMA), see above")
     ap.add_argument("--nvcc", default=shutil.which("nvcc") or "nvcc")
     ap.add_argument("--cuobjdump", default=shutil.which("cuobjdump") or "cuobjdump")
     args = ap.parse_args(argv)
@@ -124,7 +143,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     if REFERENCE[1] not in archs:
         archs.insert(0, REFERENCE[1])
     with tempfile.TemporaryDirectory() as tmp:
-        rows = [count(args.ggml, t, a, args.nvcc, args.cuobjdump, Path(tmp)) for t in types for a in archs]
+        ggml = args.ggml
+        if args.dp4a:
+            ggml = Path(tmp) / "ggml"
+            shutil.copytree(args.ggml / "include", ggml / "include")
+            shutil.copytree(args.ggml / "src", ggml / "src")
+            common = ggml / "src" / "ggml-cuda" / "common.cuh"
+            text = common.read_text()
+            if "#define TURING_MMA_AVAILABLE\n" not in text:
+                raise SystemExit(f"{common}: no '#define TURING_MMA_AVAILABLE' line to leave out")
+            common.write_text(text.replace("#define TURING_MMA_AVAILABLE\n", "\n"))
+        rows = [count(ggml, t, a, args.nvcc, args.cuobjdump, Path(tmp), args.j) for t in types for a in archs]
     ref = next(r for r in rows if (r["type"], r["arch"]) == REFERENCE)["per_4096"]
     print(f"{'type':8} {'arch':8} {'loop':>6} {'MMA':>20} {'MACs':>9} {'other':>6} {'/4096 MACs':>10} "
           f"{'vs ' + '/'.join(REFERENCE):>13}  most issued")

@@ -587,12 +587,12 @@ TEST_CASE("a kernel's ALU work per multiply-add follows the weight format's bloc
     CHECK(mmq_alu("Q6_K") == doctest::Approx(q4_0 * 1.306));
 }
 
-TEST_CASE("llama.cpp on ROCm: the CUDA backend's kernels built for HIP, with RDNA3.5's MMQ thresholds") {
+TEST_CASE("llama.cpp on ROCm: the CUDA backend's kernels built for HIP, with each RDNA generation's MMQ thresholds") {
     const Engine& e = engine_db().get("llama.cpp");
     const EngineBackend &rocm = e.backend("rocm"), &cuda = e.backend("cuda");
-    auto path = [&](const char* format, double rows) {
+    auto path = [&](const char* format, double rows, const std::string& family = "amd-rdna3.5") {
         for (const LinearKernel& k : rocm.kernels_for(parse_format(format), "llama.cpp"))
-            if (rows <= k.max_rows) return k;
+            if (rows <= k.max_rows && k.runs_on(family)) return k;
         FAIL("no kernel");
         return LinearKernel{};
     };
@@ -615,6 +615,23 @@ TEST_CASE("llama.cpp on ROCm: the CUDA backend's kernels built for HIP, with RDN
     CHECK(path("Q6_K", 512).compute == "fp16");
     CHECK(path("Q2_K", 200).name == "dequantize + hipBLAS GEMM");
     CHECK(path("F16", 512).name == "hipBLAS GEMM");
+    // RDNA3.0 takes Q6_K to MMQ up to 128 tokens; RDNA4, RDNA2 and CDNA3 every type at every count (mmq.cu)
+    CHECK(path("Q6_K", 128, "amd-rdna3").name == "mul_mat_q (MMQ), Q6_K up to 128 tokens");
+    CHECK(path("Q6_K", 200, "amd-rdna3").name == "dequantize + hipBLAS GEMM");
+    for (const char* family : {"amd-rdna4", "amd-cdna3"})
+        for (const char* format : {"Q6_K", "Q2_K", "Q4_K"}) {
+            CAPTURE(family);
+            CAPTURE(format);
+            CHECK(path(format, 4096, family).name == "mul_mat_q (MMQ)");
+        }
+    // RDNA2 has no WMMA: MMQ's dp4a path on the vector ALUs, with more integer work per multiply-add than the MMA's
+    for (const char* format : {"Q6_K", "Q2_K", "Q4_K", "Q4_0"}) {
+        CAPTURE(format);
+        CHECK(path(format, 4096, "amd-rdna2").name == "mul_mat_q (MMQ), dp4a");
+        CHECK(path(format, 4096, "amd-rdna2").unit == Unit::vector);
+        CHECK(path(format, 4096, "amd-rdna2").alu_ops_for(parse_format(format)) >
+              1.5 * path(format, 4096, "amd-rdna3").alu_ops_for(parse_format(format)));
+    }
     // what the corpus cannot give it (no AMD GPU) is derived from the CUDA build's fit, with that as its source
     CHECK(rocm.kernel_fixed_cost_scale == cuda.kernel_fixed_cost_scale);
     CHECK(rocm.bandwidth_fraction == cuda.bandwidth_fraction);
@@ -627,9 +644,9 @@ TEST_CASE("llama.cpp on ROCm: the CUDA backend's kernels built for HIP, with RDN
 TEST_CASE("llama.cpp on Vulkan: mat-vec shaders up to 8 tokens, cooperative-matrix fp16 tiles above") {
     const Engine& e = engine_db().get("llama.cpp");
     const EngineBackend& vk = e.backend("vulkan");
-    auto path = [&](const char* format, double rows) {
+    auto path = [&](const char* format, double rows, const std::string& family = "amd-rdna3") {
         for (const LinearKernel& k : vk.kernels_for(parse_format(format), "llama.cpp"))
-            if (rows <= k.max_rows) return k;
+            if (rows <= k.max_rows && k.runs_on(family)) return k;
         FAIL("no kernel");
         return LinearKernel{};
     };
@@ -644,6 +661,19 @@ TEST_CASE("llama.cpp on Vulkan: mat-vec shaders up to 8 tokens, cooperative-matr
     CHECK(path("F16", 512).name == "mul_mm (cooperative matrix), float weights");
     CHECK(path("Q4_K", 512).dequant_every_rows == 128);  // into shared memory per 128-token column tile
     CHECK(path("F16", 512).dequant_every_rows == 0);
+    // without cooperative matrices (RDNA2; Intel's Alchemist, left out by ggml): integer-dot MMQ for the types it
+    // has, the scalar fp16 mul_mm for the rest, on the vector ALUs in 64 x 64 tiles
+    for (const char* family : {"amd-rdna2", "intel-xe-hpg"}) {
+        CAPTURE(family);
+        CHECK(path("Q4_K", 512, family).name == "mul_mmq (integer dot), devices without cooperative matrices");
+        CHECK(path("Q4_K", 512, family).compute == "int8");
+        CHECK(path("Q4_K", 512, family).launches == 2);  // the activations' q8_1 dispatch
+        CHECK(path("IQ4_XS", 512, family).name == "mul_mm (scalar), devices without cooperative matrices");
+        CHECK(path("F16", 512, family).compute == "fp16");
+        CHECK(path("F16", 512, family).unit == Unit::vector);
+        CHECK(path("Q4_K", 4, family).name == "mul_mat_vec / mul_mat_vecq");
+    }
+    CHECK(path("Q4_K", 512, "intel-xe2-hpg").name == "mul_mm (cooperative matrix), quantized weights");  // Battlemage
     CHECK(vk.attention_format == "fp16");
     CHECK(vk.op_kernels.at("residual_add") == 0);  // MUL_MAT_ADD at decode
     CHECK(vk.prefill_ubatch_tokens == 512);

@@ -105,9 +105,9 @@ def test_llama_cpp_mmq_occupies_every_rdna_generation_as_ggml_configures_it():
     families resolve to them."""
     rocm = next(b for b in rp.engine("llama.cpp").backends if b.backend == "rocm")
     mmq = [k for k in rocm.linear_kernels if k.name.startswith("mul_mat_q (MMQ)")]
-    assert len(mmq) == 3
-    for k in mmq:
-        for family in ("amd-rdna3", "amd-rdna3.5", "amd-rdna4"):
+    assert len(mmq) == 5  # RDNA2's dp4a, the RDNA3 / RDNA3.5 thresholds of Q6_K (two) and Q2_K, and MMQ for the rest
+    for k in (k for k in mmq if k.unit == "matrix"):  # the dp4a kernel of RDNA2 runs on the vector ALUs
+        for family in k.families or ("amd-rdna3", "amd-rdna3.5", "amd-rdna4"):
             o = k.by_family[family]
             assert (o["tiles_per_unit"], o["split_k"]) == (0.5, False), (k.name, family, o)
     assert {rp.device(d).family for d in ("rx-7900-xtx", "rx-9070-xt", "strix-halo")} == {
@@ -129,3 +129,29 @@ def test_llama_cpp_mmq_multiplies_fp4_weights_in_fp4_on_sm120_and_sm121_only():
     fp4 = next(k for k in cuda.linear_kernels if k.families)
     assert fp4.families == ["nvidia-blackwell-gb20x", "nvidia-gb10"] and fp4.compute == "fp4"
     assert rp.device("b200").family not in fp4.families
+
+
+def test_llama_cpp_vulkan_without_cooperative_matrices_runs_integer_dot_products_on_the_vector_alus():
+    """ggml-vulkan enables KHR cooperative matrices on RDNA3+ and Intel Xe2 but not on RDNA2 (no WMMA) or the Arc
+    A-series (left out for its regressions): there a prompt's quantized projections run mul_mmq's packed int8 dot
+    products on the vector ALUs, with the unpacking around them, and take several times the coopmat path's time."""
+    kw = dict(model="llama-2-7b", quant="Q4_0", engine="llama.cpp-vulkan", prompt_tokens=512, gen_tokens=0)
+    for dev, compute in (("rx-6900-xt", "int8 vector"), ("arc-a770", "int8 vector"), ("arc-b580", "fp16 matrix"),
+                         ("rx-7900-xtx", "fp16 matrix")):
+        b = rp.estimate(device=dev, **kw).breakdown
+        assert set(b[b.op.isin(["attn_q", "ffn_gate", "ffn_down"])].compute) == {compute}, dev
+    # the A770's XMX units idle under Vulkan: far below what its fp16 matrix peak would give
+    a770 = rp.estimate(device="arc-a770", **kw)
+    ffn = a770.breakdown[a770.breakdown.op == "ffn_gate"].iloc[0]
+    assert ffn.flops / ffn.seconds < 0.5 * rp.device("arc-a770").peak_flops("fp16", "matrix")
+
+
+def test_llama_cpp_rocm_on_rdna2_runs_mmq_dp4a_path_on_the_vector_alus():
+    """RDNA2 has no WMMA: ggml's HIP build compiles MMQ's dp4a path, whose K loop issues about twice the MMA loop's
+    integer work per multiply-add (calibration/mmq_sass.py --dp4a) beside its int8 dot products."""
+    b = rp.estimate(model="llama-2-7b", quant="Q4_K_M", device="rx-6900-xt", engine="llama.cpp-rocm", prompt_tokens=512,
+                    gen_tokens=0).breakdown
+    assert set(b[b.op.isin(["attn_q", "ffn_gate", "ffn_down"])].compute) == {"int8 vector"}
+    rocm = next(x for x in rp.engine("llama.cpp").backends if x.backend == "rocm")
+    dp4a = next(k for k in rocm.linear_kernels if k.name == "mul_mat_q (MMQ), dp4a")
+    assert dp4a.families == ["amd-rdna2"] and dp4a.alu_ops_scale["q4_0"] > 2
