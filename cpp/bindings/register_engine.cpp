@@ -13,6 +13,8 @@ void register_engine(py::module_& m) {
         .def_readonly("max_rows", &LinearKernel::max_rows, "used up to this many rows (inf: no limit)")
         .def_readonly("families", &LinearKernel::families,
                       "hardware_db families the engine runs it on ([]: every family)")
+        .def_readonly("max_experts", &LinearKernel::max_experts,
+                      "the most experts of a MoE layer it runs (inf: any; dense layers always)")
         .def_property_readonly("unit", [](const LinearKernel& k) { return std::string(unit_name(k.unit)); })
         .def_readonly("compute", &LinearKernel::compute, "'activation' or the format of its multiply-adds")
         .def_readonly("tile_m", &LinearKernel::tile_m)

@@ -128,13 +128,13 @@ std::vector<LinearKernel> EngineBackend::kernels_for(const Format& weight, std::
     for (const auto& k : linear_kernels) {
         if (!k.handles(weight) || k.max_rows <= reach) continue;  // shadowed by an earlier kernel
         out.push_back(k);
-        if (!k.families.empty()) continue;  // elsewhere the kernels after it run these rows
+        if (!k.unconditional()) continue;  // elsewhere (other families, more experts) the kernels after it run these rows
         reach = k.max_rows;
         if (!(reach < std::numeric_limits<double>::infinity())) return out;
     }
     throw InvalidArgument("engine '" + std::string(engine_id) + "' on backend '" + backend +
                           "' has no linear kernel for weights in " + weight.name +
-                          (reach == 0 ? std::string(out.empty() ? "" : " on every device family")
+                          (reach == 0 ? std::string(out.empty() ? "" : " on every device family and expert count")
                                       : " above " + std::to_string(static_cast<long long>(reach)) + " rows"));
 }
 
@@ -200,6 +200,7 @@ LinearKernel parse_kernel(JsonObject& k) {
             x.families.push_back(fams[i].get<std::string>());
         }
     }
+    if (auto e = k.opt_number("max_experts", 1, 1e9)) x.max_experts = *e;
     x.unit = k.choice("unit", {"vector", "matrix"}) == "vector" ? Unit::vector : Unit::matrix;
     x.compute = to_lower(k.nonempty_string("compute"));
     if (x.compute != "activation" && x.compute != "weights") {
@@ -600,8 +601,9 @@ Engine parse_engine(std::string_view json_text, std::string_view origin, const s
                                                 "in this backend or in the engine it is based_on)");
         if (b.linear_kernels.back().max_rows < std::numeric_limits<double>::infinity())
             backends.fail(name + ".linear_kernels", "must end with a kernel without max_rows (one for any number of rows)");
-        if (!b.linear_kernels.back().families.empty())
-            backends.fail(name + ".linear_kernels", "must end with a kernel without families (one for every device)");
+        if (!b.linear_kernels.back().unconditional())
+            backends.fail(name + ".linear_kernels",
+                          "must end with a kernel without families or max_experts (one for every device and layer)");
         e.backends.push_back(std::move(b));
     }
     o.finish();
@@ -655,6 +657,7 @@ std::string Engine::to_json(int indent) const {
             nlohmann::ordered_json kj{{"name", k.name}, {"weights", k.weights}};
             if (k.max_rows < std::numeric_limits<double>::infinity()) kj["max_rows"] = k.max_rows;
             if (!k.families.empty()) kj["families"] = k.families;
+            if (k.max_experts < std::numeric_limits<double>::infinity()) kj["max_experts"] = k.max_experts;
             kj["unit"] = std::string(unit_name(k.unit));
             kj["compute"] = k.compute;
             if (k.unit == Unit::matrix) {

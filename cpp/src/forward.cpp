@@ -100,6 +100,7 @@ std::vector<LinearPath> linear_paths(const Format& f, const PhaseOptions& opt) {
         p.alu_format = k.alu_format;
         p.launches = k.launches;
         p.families = k.families;
+        p.max_experts = k.max_experts;
         if (!k.fallback_compute.empty()) {
             p.has_fallback = true;
             p.fallback = k.fallback_compute == "activation" ? opt.activation.compute : parse_dtype(k.fallback_compute);

@@ -502,7 +502,7 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
         std::vector<std::pair<DType, DType>> retag;
         if (op.kind == SlotKind::linear || op.kind == SlotKind::moe)
             for (const LinearPath& lp : op.paths) {
-                if (lp.unit != Unit::matrix || !lp.runs_on(dev.family)) continue;
+                if (lp.unit != Unit::matrix || !lp.runs(dev.family, op.experts)) continue;
                 try {
                     dev.execution_peak(lp.compute, Unit::matrix);  // its units, or wider ones doing the same arithmetic
                     continue;
@@ -519,10 +519,11 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
             return times_of(c, dev);
         };
         // a linear or moe path's kernel thresholds, unit and compute format here (its fallback where retagged); a
-        // kernel the engine does not run on this device's family takes no rows (plan_path passes over it), no times
-        auto kernel_path = [&retag, &dev](const LinearPath& lp) {
+        // kernel the engine does not run on this device's family or for this many experts takes no rows (plan_path
+        // passes over it) and has no times
+        auto kernel_path = [&retag, &dev, &op](const LinearPath& lp) {
             PlanSlot::Path path;
-            path.max_rows = lp.runs_on(dev.family) ? lp.max_rows : -std::numeric_limits<double>::infinity();
+            path.max_rows = lp.runs(dev.family, op.experts) ? lp.max_rows : -std::numeric_limits<double>::infinity();
             path.matrix = lp.unit == Unit::matrix;
             path.compute = lp.compute;
             for (const auto& [from, to] : retag)
@@ -557,7 +558,7 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
                 for (std::size_t i = 0; i < op.paths.size(); ++i) {
                     const LinearPath& lp = op.paths[i];
                     PlanSlot::Path path = kernel_path(lp);
-                    if (!lp.runs_on(dev.family)) {
+                    if (!lp.runs(dev.family, op.experts)) {
                         s.paths.push_back(path);
                         continue;
                     }
@@ -587,7 +588,7 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
                 s.paths.reserve(op.paths.size());
                 for (std::size_t i = 0; i < op.paths.size(); ++i) {
                     PlanSlot::Path path = kernel_path(op.paths[i]);
-                    if (op.paths[i].runs_on(dev.family)) {
+                    if (op.paths[i].runs(dev.family, op.experts)) {
                         path.base = times(3 * i);
                         const OpTimes t1 = times(3 * i + 1), t2 = times(3 * i + 2);
                         path.per_row = t2 - t1;

@@ -24,6 +24,8 @@ class LinearKernel:
     max_rows: CoreAttribute[float] = CoreAttribute("used up to this many rows (inf: no limit)")
     families: CoreAttribute[List[str]] = CoreAttribute(
         "hardware_db families the engine runs it on ([]: every family; elsewhere the kernels after it serve)")
+    max_experts: CoreAttribute[float] = CoreAttribute(
+        "the most experts of a MoE layer it runs (inf: any; dense layers always; beyond, the kernels after it serve)")
     unit: CoreAttribute[str] = CoreAttribute("'matrix' or 'vector'")
     compute: CoreAttribute[str] = CoreAttribute("'activation' or the format of its multiply-adds")
     tile_m: CoreAttribute[float] = CoreAttribute("rows of a tile (matrix units)")

@@ -76,7 +76,7 @@ const char* const kFullEngine = R"({
       "activation_format": {"value": "fp32", "source": "s2"},
       "attention_format": {"value": "activation", "source": "made up"},
       "linear_kernels": {"value": [
-        {"name": "gemv", "weights": ["quantized", "f16"], "max_rows": 4, "families": ["nvidia-gb10", "amd-rdna3.5"],
+        {"name": "gemv", "weights": ["quantized", "f16"], "max_rows": 4, "families": ["nvidia-gb10", "amd-rdna3.5"], "max_experts": 63,
          "unit": "vector", "compute": "fp32", "source": "k1"},
         {"name": "gemm", "weights": ["*"], "unit": "matrix", "compute": "activation", "tile_m": 64, "tile_n": 32,
          "stream_k": true, "dequant_every_rows": 32, "dequant_overlapped": false, "efficiency": 0.8, "alu_ops_per_mac": 0.5,
@@ -180,6 +180,7 @@ void check_same_backend(const EngineBackend& a, const EngineBackend& b) {
         CHECK(x.unit == y.unit);
         CHECK(x.compute == y.compute);
         CHECK(x.families == y.families);
+        CHECK(x.max_experts == y.max_experts);
         if (x.unit == Unit::matrix) {  // tiles of vector kernels are not written
             CHECK(x.tile_m == y.tile_m);
             CHECK(x.tile_n == y.tile_n);
@@ -373,6 +374,12 @@ TEST_CASE("parse_engine: errors name the origin and the field path") {
         check_error(with(kTinyEngine, R"("weights": ["*"], "unit": "matrix")", R"("weights": ["*"], "families": ["nvidia-gb10"], "unit": "matrix")"),
                     {"backends.any.linear_kernels", "must end with a kernel without families"});
     }
+    SUBCASE("a kernel list whose last kernel runs layers of few experts only") {
+        check_error(with(kTinyEngine, R"("weights": ["*"], "unit": "matrix")", R"("weights": ["*"], "max_experts": 63, "unit": "matrix")"),
+                    {"backends.any.linear_kernels", "must end with a kernel without families or max_experts"});
+        check_error(with(kTinyEngine, R"("unit": "vector")", R"("max_experts": 0, "unit": "vector")"),
+                    {"backends.any.linear_kernels.value[0].max_experts"});
+    }
     SUBCASE("families: a non-empty array of lower-case names") {
         check_error(with(kTinyEngine, R"("unit": "vector")", R"("families": [], "unit": "vector")"),
                     {"backends.any.linear_kernels.value[0].families", "at least one hardware_db family"});
@@ -553,11 +560,11 @@ TEST_CASE("kernels_for picks kernels by weight class and format, in order of max
                 const auto ks = eb.kernels_for(f, e.id);
                 REQUIRE_FALSE(ks.empty());
                 CHECK(ks.back().max_rows == inf);
-                CHECK(ks.back().families.empty());
-                double reach = 0;  // the rows the kernels of every family cover grow along the list
+                CHECK(ks.back().unconditional());
+                double reach = 0;  // the rows the kernels of every family and layer cover grow along the list
                 for (const LinearKernel& k : ks) {
                     CHECK(k.max_rows > reach);
-                    if (k.families.empty()) reach = k.max_rows;
+                    if (k.unconditional()) reach = k.max_rows;
                 }
             }
 }
@@ -615,6 +622,9 @@ TEST_CASE("llama.cpp on ROCm: the CUDA backend's kernels built for HIP, with eac
     CHECK(path("Q6_K", 512).compute == "fp16");
     CHECK(path("Q2_K", 200).name == "dequantize + hipBLAS GEMM");
     CHECK(path("F16", 512).name == "hipBLAS GEMM");
+    // a MoE layer of 64 experts or more stays on MMQ at any count on RDNA3 (mmq.cu: n_experts >= 64)
+    CHECK(path("Q6_K", 512).max_experts == 63);
+    CHECK(path("Q2_K", 200).max_experts == 63);
     // RDNA3.0 takes Q6_K to MMQ up to 128 tokens; RDNA4, RDNA2 and CDNA3 every type at every count (mmq.cu)
     CHECK(path("Q6_K", 128, "amd-rdna3").name == "mul_mat_q (MMQ), Q6_K up to 128 tokens");
     CHECK(path("Q6_K", 200, "amd-rdna3").name == "dequantize + hipBLAS GEMM");
@@ -721,6 +731,8 @@ TEST_CASE("to_json round-trips every engine through parse_engine") {
     CHECK_FALSE(again.backend("any").linear_kernels.front().stream_k);  // absent: whole waves
     CHECK(again.backend("any").linear_kernels.front().families == std::vector<std::string>{"nvidia-gb10", "amd-rdna3.5"});
     CHECK(again.backend("any").linear_kernels.back().families.empty());  // absent: every family
+    CHECK(again.backend("any").linear_kernels.front().max_experts == 63);
+    CHECK(std::isinf(again.backend("any").linear_kernels.back().max_experts));  // absent: any
 }
 
 TEST_CASE("engine(name): by id or alias, case-insensitively; an unknown name is NotFound with a hint") {

@@ -91,6 +91,8 @@ TEST_CASE("estimate plans reproduce the op-by-op, step-by-step estimator") {
         {"llama-4-scout", {"bf16", "bf16", true, "cuda-graphs", 1}, "h200-sxm", 2, 8180, 20},   // crosses a chunk
         {"gpt-oss-20b", {"MXFP4_MOE", "f16", true, "llama.cpp", 1}, "rtx-5090", 3, 170, 20},     // native FP4 MMQ (sm_120)
         {"gpt-oss-20b", {"MXFP4_MOE", "f16", true, "llama.cpp", 1}, "b200", 3, 170, 20},         // its int8 MMQ (sm_100)
+        {"qwen3-30b-a3b", {"Q4_K_M", "f16", true, "llama.cpp", 1}, "strix-halo", 1, 500, 9},    // 128 experts: MMQ, not hipBLAS
+        {"llama-2-7b", {"Q4_K_M", "f16", false, "llama.cpp-rocm", 1}, "rx-6900-xt", 2, 200, 9},  // RDNA2: MMQ's dp4a path
     };
     for (const auto& c : cases) {
         CAPTURE(c.model);

@@ -155,3 +155,14 @@ def test_llama_cpp_rocm_on_rdna2_runs_mmq_dp4a_path_on_the_vector_alus():
     rocm = next(x for x in rp.engine("llama.cpp").backends if x.backend == "rocm")
     dp4a = next(k for k in rocm.linear_kernels if k.name == "mul_mat_q (MMQ), dp4a")
     assert dp4a.families == ["amd-rdna2"] and dp4a.alu_ops_scale["q4_0"] > 2
+
+
+def test_llama_cpp_rocm_keeps_moe_layers_of_64_experts_or_more_on_mmq():
+    """On RDNA3 / RDNA3.5 ggml sends Q6_K products of more than 256 tokens to dequantization + hipBLAS, but not those
+    of MoE layers of 64 experts or more (mmq.cu, the hipBLAS path's per-expert synchronization): Qwen3-30B-A3B's
+    128-expert Q6_K down projections stay on MMQ in a 512-token prompt while a dense model's Q6_K matrices do not."""
+    kw = dict(quant="Q4_K_M", device="strix-halo", engine="llama.cpp-rocm", prompt_tokens=512, gen_tokens=0)
+    moe = rp.estimate(model="qwen3-30b-a3b", **kw).breakdown
+    assert set(moe[moe.op == "ffn_down_exps"].compute) == {"int8 matrix"}
+    dense = rp.estimate(model="llama-3.1-8b", **kw).breakdown
+    assert "fp16 matrix" in set(dense[dense.op.isin(["attn_v", "ffn_down"])].compute)  # its Q6_K layers

@@ -72,6 +72,10 @@ struct LinearKernel {
     /// after it serve (ggml's native FP4 MMQ needs the block-scaled FP4 MMA of sm_120 / sm_121 and falls back to its
     /// int8 MMQ on every other GPU): it neither shadows nor ends the list (kernels_for).
     std::vector<std::string> families;
+    /// The most experts of a mixture-of-experts layer it runs (ggml sends MoE layers of 64 experts or more to MMQ at
+    /// any token count on RDNA3); infinite: any, and dense layers always. Like `families`, a limit here neither
+    /// shadows nor ends the list.
+    double max_experts = std::numeric_limits<double>::infinity();
     double tile_m = 64, tile_n = 64;        ///< output tile: rows × output features
     /// The kernel splits its tiles' K loop evenly over the processors (stream-K decomposition) when whole tiles
     /// would leave a wave partly idle: no wave quantization, only the row and column tiles' padding.
@@ -106,6 +110,8 @@ struct LinearKernel {
     bool handles(const Format& weight) const;
     /// Whether the engine runs it on a device of `family` (families empty, or naming it).
     bool runs_on(const std::string& family) const;
+    /// Whether it runs every layer it handles: every device family and any number of experts.
+    bool unconditional() const { return families.empty() && !(max_experts < std::numeric_limits<double>::infinity()); }
     /// alu_ops_per_mac for weights in `weight`: × alu_ops_scale of its format.
     double alu_ops_for(const Format& weight) const;
     /// efficiency, tiles_per_unit, split_k and stream_k on a device of `family` (by_family's where it names it).
@@ -219,7 +225,8 @@ struct EngineBackend {
     std::map<std::string, Provenance> sources;
 
     /// The kernels that run linear layers of weights in `weight`, in order of max_rows (the last has no limit and
-    /// runs on every family; a kernel of some families only stays in the list before the ones that serve the rest).
+    /// runs everywhere; a kernel of some families or expert counts only stays in the list before the ones that serve
+    /// the rest).
     /// Throws InvalidArgument naming the engine and format when none handles it.
     std::vector<LinearKernel> kernels_for(const Format& weight, std::string_view engine_id) const;
 };

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -114,15 +115,19 @@ struct LinearPath {
     bool has_fallback = false;      ///< LinearKernel::fallback_compute: where the device lacks `compute` units
     DType fallback = DType::fp16;
     std::vector<std::string> families;  ///< LinearKernel::families: run on devices of these only (empty: all)
-    bool runs_on(const std::string& family) const {
-        return families.empty() || std::find(families.begin(), families.end(), family) != families.end();
+    double max_experts = std::numeric_limits<double>::infinity();  ///< LinearKernel::max_experts
+    /// Whether it runs a layer of `experts` experts (0: dense) on a device of `family`.
+    bool runs(const std::string& family, double experts) const {
+        return experts <= max_experts &&
+               (families.empty() || std::find(families.begin(), families.end(), family) != families.end());
     }
     bool operator==(const LinearPath& o) const {
         return max_rows == o.max_rows && unit == o.unit && compute == o.compute && tile_m == o.tile_m &&
                tile_n == o.tile_n && stream_k == o.stream_k && dequant_every_rows == o.dequant_every_rows && dequant_overlapped == o.dequant_overlapped &&
                efficiency == o.efficiency && tiles_per_unit == o.tiles_per_unit && split_k == o.split_k &&
                by_family == o.by_family && alu_ops_per_mac == o.alu_ops_per_mac && alu_format == o.alu_format &&
-               launches == o.launches && has_fallback == o.has_fallback && fallback == o.fallback && families == o.families;
+               launches == o.launches && has_fallback == o.has_fallback && fallback == o.fallback && families == o.families &&
+               max_experts == o.max_experts;
     }
 };
 
@@ -181,11 +186,11 @@ inline bool merged_away(const OpSlot& s, double rows) { return s.merged_at_one_r
 /// return an empty cost (their bytes are rows × bytes_per_row, timed on the interconnect).
 OpCost slot_cost(const OpSlot& slot, const PhaseOptions& options, double batch, double tokens, double past);
 
-/// The path a linear or moe slot runs at `rows` rows on a device of `family`: the first that runs there and whose
-/// max_rows is not exceeded.
+/// The path a linear or moe slot runs at `rows` rows on a device of `family`: the first that runs there and for
+/// its experts, and whose max_rows is not exceeded.
 inline std::size_t linear_path(const OpSlot& s, double rows, const std::string& family) {
     std::size_t i = 0;
-    while (i + 1 < s.paths.size() && (rows > s.paths[i].max_rows || !s.paths[i].runs_on(family))) ++i;
+    while (i + 1 < s.paths.size() && (rows > s.paths[i].max_rows || !s.paths[i].runs(family, s.experts))) ++i;
     return i;
 }
 /// A linear slot's GEMM over `rows` rows through path `p`, with utilization 1 and its weights dequantized once: the

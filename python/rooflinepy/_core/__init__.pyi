@@ -440,6 +440,11 @@ class LinearKernel:
         kernels launched per linear layer
         """
     @property
+    def max_experts(self) -> float:
+        """
+        the most experts of a MoE layer it runs (inf: any; dense layers always)
+        """
+    @property
     def max_rows(self) -> float:
         """
         used up to this many rows (inf: no limit)
