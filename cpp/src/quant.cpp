@@ -74,7 +74,10 @@ struct GpuFormat {
 // 4 + 20/128 = 4.15625 bits (GPTQ's per-input-channel g_idx adds 32/N bits, negligible); both run W4A16.
 // MLX's affine quantization (mlx/ops.cpp affine_quantize, ml-explore/mlx@846d1762): b-bit codes packed in uint32
 // with one scale and one bias per group in the weights' 16-bit dtype: b + 32/g bits (mlx-q4 = 4-bit, group 64:
-// 4.5); dequantized as scale·q + bias (2 FLOPs) into bf16 tiles or registers.
+// 4.5); dequantized as scale·q + bias (2 FLOPs) into bf16 tiles or registers. Its floating-point modes
+// (mlx/ops.cpp fp_quantize, quantization_params_from_mode): 4-bit e2m1 codes with an 8-bit scale per group and no
+// bias, mxfp4 (e8m0 per 32: 4.25 bits), nvfp4 (e4m3 per 16: 4.5) and 8-bit e4m3 codes in mxfp8 (e8m0 per 32: 8.25);
+// dequantized by fp_quantized.h's Dequantize (the code's conversion) times the scale (2 FLOPs) into bf16.
 const GpuFormat kGpuFormats[] = {
     {"int8-wo", 8, DType::fp16, 1},      {"int4-g32", 5, DType::fp16, 2}, {"int4-g64", 4.5, DType::fp16, 2},
     {"int4-g128", 4.25, DType::fp16, 2}, {"nvfp4", 4.5, DType::fp4, 0},   {"mxfp4", 4.25, DType::fp4, 0},
@@ -85,6 +88,7 @@ const GpuFormat kGpuFormats[] = {
     {"mlx-q5-g32", 6, DType::bf16, 2},   {"mlx-q6-g32", 7, DType::bf16, 2}, {"mlx-q8-g32", 9, DType::bf16, 2},
     {"mlx-q2-g128", 2.25, DType::bf16, 2}, {"mlx-q3-g128", 3.25, DType::bf16, 2}, {"mlx-q4-g128", 4.25, DType::bf16, 2},
     {"mlx-q5-g128", 5.25, DType::bf16, 2}, {"mlx-q6-g128", 6.25, DType::bf16, 2}, {"mlx-q8-g128", 8.25, DType::bf16, 2},
+    {"mlx-mxfp4", 4.25, DType::bf16, 2},   {"mlx-nvfp4", 4.5, DType::bf16, 2},    {"mlx-mxfp8", 8.25, DType::bf16, 2},
 };
 }  // namespace
 

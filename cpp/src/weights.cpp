@@ -15,7 +15,7 @@ const std::vector<std::string> kGpuSchemes = {
     "fp16", "bf16", "fp32", "fp8", "int8", "int8-wo", "int4-g32", "int4-g64", "int4-g128", "nvfp4", "mxfp4",
     "mlx-q2", "mlx-q3", "mlx-q4", "mlx-q5", "mlx-q6", "mlx-q8", "mlx-q2-g32", "mlx-q3-g32", "mlx-q4-g32",
     "mlx-q5-g32", "mlx-q6-g32", "mlx-q8-g32", "mlx-q2-g128", "mlx-q3-g128", "mlx-q4-g128", "mlx-q5-g128",
-    "mlx-q6-g128", "mlx-q8-g128"};
+    "mlx-q6-g128", "mlx-q8-g128", "mlx-mxfp4", "mlx-nvfp4", "mlx-mxfp8"};
 // mlx-lm's convert quantizes every nn.Linear and nn.Embedding, the input embedding included (mlx-lm@d78bf58e
 // utils.py quantize_model); the other schemes keep the embedding table in 16 bits.
 bool quantizes_embedding(const std::string& scheme) { return scheme.rfind("mlx-", 0) == 0; }

@@ -50,3 +50,18 @@ TEST_CASE("MLX's affine formats: b bits + a 16-bit scale and bias per group, the
     }
     CHECK_THROWS_WITH_AS(weight_bytes(l2, "mlx-q7", kBf16), doctest::Contains("did you mean"), NotFound);
 }
+
+TEST_CASE("MLX's floating-point modes: e2m1 / e4m3 codes with an 8-bit scale per group, no bias") {
+    const Model l2 = catalog("llama-2-7b");
+    const double norms = 4096.0 * (2 * 32 + 1);
+    const double matrices = l2.parameters() - norms;
+    // mxfp4: 4 + 8/32; nvfp4: 4 + 8/16; mxfp8: 8 + 8/32 (mlx/ops.cpp quantization_params_from_mode)
+    for (const auto& [name, bits] : std::vector<std::pair<const char*, double>>{
+             {"mlx-mxfp4", 4.25}, {"mlx-nvfp4", 4.5}, {"mlx-mxfp8", 8.25}}) {
+        CAPTURE(name);
+        CHECK(parse_format(name).bits_per_element == bits);
+        CHECK(parse_format(name).compute == DType::bf16);  // dequantized into bf16: no FP4 / FP8 units on Apple GPUs
+        CHECK(parse_format(name).dequant_flops_per_element > 0);
+        CHECK(weight_bytes(l2, name, kBf16) == doctest::Approx(matrices * bits / 8 + 2 * norms));
+    }
+}

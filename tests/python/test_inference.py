@@ -227,6 +227,18 @@ def test_mlx_engine_affine_formats_and_kernels():
         rp.estimate(model="llama-3.1-8b", quant="mlx-q4", device="h100-sxm", engine="mlx")
 
 
+def test_mlx_engine_floating_point_modes():
+    """mlx-lm's --q-mode mxfp4 / nvfp4 / mxfp8 (gpt-oss's MLX conversions): 4.25, 4.5 and 8.25 bits per weight, run by
+    the same quantized mat-vec and GEMM kernels in bf16; llama.cpp does not run them."""
+    kw = dict(model="gpt-oss-20b", device="m4-max-40c", engine="mlx", prompt_tokens=512, gen_tokens=64)
+    mx4, nv4, mx8 = (rp.estimate(quant=q, **kw) for q in ("mlx-mxfp4", "mlx-nvfp4", "mlx-mxfp8"))
+    assert mx4.weight_bytes < nv4.weight_bytes < mx8.weight_bytes
+    assert mx4.decode_tokens_per_s > nv4.decode_tokens_per_s > mx8.decode_tokens_per_s
+    assert rp.engine("mlx").runs("gpt-oss-20b", "mlx-mxfp4") and not rp.engine("llama.cpp").runs("gpt-oss-20b", "mlx-mxfp4")
+    b = mx4.breakdown
+    assert set(b[(b.phase == "prefill") & b.op.isin(["ffn_gate_exps", "attn_q"])].compute) == {"bf16 matrix"}
+
+
 def test_what_cannot_run_is_a_clear_error_the_same_everywhere():
     """fp8 in llama.cpp names the GGML types; fp8 on an A100 (no fp8 units) is refused by the op, the estimate and
     the CLI alike, naming what the device has; fp8 on an H100 runs in fp8."""
