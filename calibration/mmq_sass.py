@@ -14,9 +14,14 @@ it, the K loop: the smallest loop (a backward branch and its target) holding bot
 prints the loop's instructions, its matrix instructions and multiply-adds, the other instructions per 4096
 multiply-adds and their ratio to the reference (counted the same way). All counts are per warp instruction.
 
---dp4a compiles a copy of the tree with TURING_MMA_AVAILABLE left undefined (common.cuh), so MMQ takes the path ggml
-builds where no MMA is available (vec_dot_*_dp4a: Pascal, and the HIP build on RDNA2 and GCN): the same source's
-integer work around 4-way int8 dot products instead of tensor-core MMAs, in NVIDIA's instruction set.
+--dp4a compiles a copy of the tree with TURING_MMA_AVAILABLE, AMPERE_MMA_AVAILABLE and BLACKWELL_MMA_AVAILABLE left
+undefined (common.cuh), so MMQ takes the path ggml builds where no MMA is available (vec_dot_*_dp4a: Pascal, and the
+HIP build on RDNA2 and GCN): the same source's integer work around 4-way int8 dot products instead of tensor-core
+MMAs, in NVIDIA's instruction set (default architecture sm_86). Its ratio column is then against dp4a's own Q4_0;
+engine_db's dp4a scales divide the per-4096 column by the int8-MMA Q4_0 loop's (18.79 on sm_86, a run without --dp4a).
+
+Limits: a static count (branches inside the loop counted as if always taken; of the K loop's inlined copies, the
+smallest: ordinary tiles, stream-K tiles and the tail are separate copies), built without ggml's fast-math flags.
 
 Needs nvcc and cuobjdump (CUDA Toolkit; cuobjdump also comes with pip's nvidia-cuda-cuobjdump) and a ggml source
 tree (ggml-org/ggml, or llama.cpp's ggml/). It needs no GPU and is not run by the tests: its output is a source the
@@ -35,7 +40,7 @@ from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Tuple
 
 # multiply-adds of one warp instruction, by its SASS opcode and shape (m16n8k32: 16 * 8 * 32; IDP.4A: 32 lanes * 4)
-MACS_PER_MMA = {"IDP.4A": 128, "IMMA.16832": 4096, "IMMA.16816": 2048, "IMMA.8816": 512, "HMMA.16816": 2048, "HMMA.1688": 1024,
+MACS_PER_MMA = {"IDP.4A": 128, "IMMA.16832": 4096, "IMMA.16816": 2048, "IMMA.8816": 1024, "HMMA.16816": 2048, "HMMA.1688": 1024,
                 "OMMA.SF.16864": 8192, "QMMA.16832": 4096, "QMMA.SF.16832": 4096}
 REFERENCE = ("q4_0", "sm_86")
 
@@ -106,7 +111,8 @@ def inner_loop(body: List[Tuple[int, str]]) -> Tuple[List[str], List[str]]:
     return ops, [s for s in shapes if s]
 
 
-def count(ggml: Path, wtype: str, arch: str, nvcc: str, cuobjdump: str, work: Path, j: int = 128) -> Dict[str, object]:
+def count(ggml: Path, wtype: str, arch: str, nvcc: str, cuobjdump: str, work: Path, j: int = 128,
+          dp4a: bool = False) -> Dict[str, object]:
     source = ggml / "src" / "ggml-cuda" / "template-instances" / f"mmq-instance-{wtype}.cu"
     if not source.is_file():
         raise SystemExit(f"--type {wtype}: {source} does not exist")
@@ -119,6 +125,8 @@ def count(ggml: Path, wtype: str, arch: str, nvcc: str, cuobjdump: str, work: Pa
     if not kernel:
         raise SystemExit(f"{cubin}: no mul_mat_q<type, {j}, false> in it")
     ops, shapes = inner_loop(kernel[0][1])
+    if dp4a and set(shapes) != {"IDP.4A"}:
+        raise SystemExit(f"{wtype} {arch}: the K loop holds {sorted(set(shapes))}, not only IDP.4A: not the dp4a path")
     macs = sum(MACS_PER_MMA[s] for s in shapes)
     other = len(ops) - len(shapes)
     return {"type": wtype, "arch": arch, "loop": len(ops), "mma": f"{len(shapes)} x {Counter(shapes).most_common(1)[0][0]}",
@@ -136,8 +144,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--nvcc", default=shutil.which("nvcc") or "nvcc")
     ap.add_argument("--cuobjdump", default=shutil.which("cuobjdump") or "cuobjdump")
     args = ap.parse_args(argv)
-    archs = args.arch or ["sm_86", "sm_120a"]
-    types = args.type or ["q4_0", "q8_0", "q4_k", "q6_k", "mxfp4", "nvfp4"]
+    if not (args.ggml / "src" / "ggml-cuda" / "template-instances").is_dir():
+        raise SystemExit(f"--ggml {args.ggml}: no src/ggml-cuda/template-instances in it (a ggml tree: ggml-org/ggml, "
+                         "or llama.cpp's ggml/ directory)")
+    archs = args.arch or (["sm_86"] if args.dp4a else ["sm_86", "sm_120a"])
+    types = [t.lower() for t in args.type] if args.type else ["q4_0", "q8_0", "q4_k", "q6_k", "mxfp4", "nvfp4"]
     if REFERENCE[0] not in types:
         types.insert(0, REFERENCE[0])
     if REFERENCE[1] not in archs:
@@ -150,10 +161,12 @@ def main(argv: Optional[List[str]] = None) -> int:
             shutil.copytree(args.ggml / "src", ggml / "src")
             common = ggml / "src" / "ggml-cuda" / "common.cuh"
             text = common.read_text()
-            if "#define TURING_MMA_AVAILABLE\n" not in text:
-                raise SystemExit(f"{common}: no '#define TURING_MMA_AVAILABLE' line to leave out")
-            common.write_text(text.replace("#define TURING_MMA_AVAILABLE\n", "\n"))
-        rows = [count(ggml, t, a, args.nvcc, args.cuobjdump, Path(tmp), args.j) for t in types for a in archs]
+            for macro in ("TURING_MMA_AVAILABLE", "AMPERE_MMA_AVAILABLE", "BLACKWELL_MMA_AVAILABLE"):
+                text, n = re.subn(rf"^#\s*define {macro}$", "", text, flags=re.M)
+                if n == 0:
+                    raise SystemExit(f"{common}: no '#define {macro}' line to leave out")
+            common.write_text(text)
+        rows = [count(ggml, t, a, args.nvcc, args.cuobjdump, Path(tmp), args.j, args.dp4a) for t in types for a in archs]
     ref = next(r for r in rows if (r["type"], r["arch"]) == REFERENCE)["per_4096"]
     print(f"{'type':8} {'arch':8} {'loop':>6} {'MMA':>20} {'MACs':>9} {'other':>6} {'/4096 MACs':>10} "
           f"{'vs ' + '/'.join(REFERENCE):>13}  most issued")

@@ -194,9 +194,12 @@ LinearKernel parse_kernel(JsonObject& k) {
         const auto& fams = k.array("families", true);
         if (fams.empty()) k.fail("families", "must name at least one hardware_db family (absent: every family)");
         for (std::size_t i = 0; i < fams.size(); ++i) {
+            const std::string at = "families[" + std::to_string(i) + "]";
             if (!fams[i].is_string() || fams[i].get<std::string>().empty() ||
-                to_lower(fams[i].get<std::string>()) != fams[i].get<std::string>())
-                k.fail("families[" + std::to_string(i) + "]", "must be a hardware_db family in lower case, got " + fams[i].dump());
+                fams[i].get<std::string>().find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_.-") != std::string::npos)
+                k.fail(at, "must be a hardware_db family in lower case (letters, digits, '.', '_', '-'), got " + fams[i].dump());
+            if (std::find(x.families.begin(), x.families.end(), fams[i].get<std::string>()) != x.families.end())
+                k.fail(at, "names " + fams[i].dump() + " twice");
             x.families.push_back(fams[i].get<std::string>());
         }
     }

@@ -558,12 +558,12 @@ def cmd_engines(args: argparse.Namespace) -> int:
                  ("flash_attention_default", str(b.flash_attention_default))]
         lines.append(_table([[k, v, src.get(k, ("", ""))[0]] for k, v in props], ["property", "value", "source"]))
         krows = [[k.name, ",".join(k.weights), "-" if k.max_rows == float("inf") else f"{k.max_rows:g}",
-                  ",".join(k.families) or "all", k.unit,
+                  ",".join(k.families) or "all", "-" if k.max_experts == float("inf") else f"{k.max_experts:g}", k.unit,
                   k.compute, f"{k.tile_m:g}x{k.tile_n:g}" if k.unit == "matrix" else "-",
                   f"{k.dequant_every_rows:g}" if k.dequant_every_rows else "once",
                   "hidden" if k.dequant_overlapped else "serial", k.source] for k in b.linear_kernels]
-        lines += ["linear kernels (first match by weight format, rows and device family):",
-                  _table(krows, ["kernel", "weights", "max rows", "families", "unit", "compute", "tile", "dequant", "dequant time",
+        lines += ["linear kernels (first match by weight format, rows, device family and experts):",
+                  _table(krows, ["kernel", "weights", "max rows", "families", "max experts", "unit", "compute", "tile", "dequant", "dequant time",
                                  "source"])]
     print("\n".join(lines))
     return 0

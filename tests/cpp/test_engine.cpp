@@ -387,6 +387,10 @@ TEST_CASE("parse_engine: errors name the origin and the field path") {
                     {"backends.any.linear_kernels.value[0].families[0]", "lower case", "NVIDIA-GB10"});
         check_error(with(kTinyEngine, R"("unit": "vector")", R"("families": "nvidia-gb10", "unit": "vector")"),
                     {"backends.any.linear_kernels.value[0].families", "must be an array"});
+        check_error(with(kTinyEngine, R"("unit": "vector")", R"("families": ["amd rdna3"], "unit": "vector")"),
+                    {"backends.any.linear_kernels.value[0].families[0]", "lower case", "amd rdna3"});
+        check_error(with(kTinyEngine, R"("unit": "vector")", R"("families": ["amd-rdna3", "amd-rdna3"], "unit": "vector")"),
+                    {"backends.any.linear_kernels.value[0].families[1]", "twice"});
     }
     SUBCASE("a bad unit") {
         check_error(with(kTinyEngine, R"("unit": "vector")", R"("unit": "tensor")"),
@@ -627,6 +631,9 @@ TEST_CASE("llama.cpp on ROCm: the CUDA backend's kernels built for HIP, with eac
     CHECK(path("Q2_K", 200).max_experts == 63);
     // RDNA3.0 takes Q6_K to MMQ up to 128 tokens; RDNA4, RDNA2 and CDNA3 every type at every count (mmq.cu)
     CHECK(path("Q6_K", 128, "amd-rdna3").name == "mul_mat_q (MMQ), Q6_K up to 128 tokens");
+    CHECK(path("IQ2_XS", 128, "amd-rdna3").name == "mul_mat_q (MMQ), IQ2_XS / IQ2_S up to 128 tokens");
+    CHECK(path("IQ2_S", 200, "amd-rdna3").name == "dequantize + hipBLAS GEMM, RDNA3.0 IQ2");
+    CHECK(path("IQ2_S", 200).name == "mul_mat_q (MMQ)");  // RDNA3.5 keeps IQ2 on MMQ
     CHECK(path("Q6_K", 200, "amd-rdna3").name == "dequantize + hipBLAS GEMM");
     for (const char* family : {"amd-rdna4", "amd-cdna3"})
         for (const char* format : {"Q6_K", "Q2_K", "Q4_K"}) {
