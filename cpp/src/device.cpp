@@ -224,7 +224,7 @@ Device parse_device(std::string_view json_text, std::string_view origin) {
     check_id(o, "id", d.id);
     d.name = o.string("name");
     d.vendor = o.choice("vendor", {"nvidia", "amd", "apple", "intel", "google", "host"});
-    d.family = o.string("family");
+    d.family = to_lower(o.string("family"));  // engine_db names families in lower case (by_family, families)
     d.kind = o.choice("kind", {"gpu", "soc", "cpu"});
     const auto& aliases = o.array("aliases", true);
     for (const auto& a : aliases) {

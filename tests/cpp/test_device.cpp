@@ -49,6 +49,10 @@ TEST_CASE("matrix peaks fall back to vector peaks of the same format") {
     CHECK_THROWS_WITH_AS(d.bandwidth(Level::l2), doctest::Contains("no l2 bandwidth"), NotFound);
 }
 
+TEST_CASE("a device's family is read in lower case, as engine_db's kernel families and occupancies name it") {
+    CHECK(parse_device(with(kMinimal, R"("family": "toy")", R"("family": "NVIDIA-GB10")"), "upper.json").family == "nvidia-gb10");
+}
+
 TEST_CASE("a device round-trips through to_json") {
     const Device d = parse_device(kMinimal);
     const Device e = parse_device(d.to_json(), "roundtrip");
