@@ -641,13 +641,6 @@ TEST_CASE("llama.cpp on ROCm: the CUDA backend's kernels built for HIP, with eac
             CAPTURE(format);
             CHECK(path(format, 4096, family).name == "mul_mat_q (MMQ)");
         }
-    // CDNA4: MMQ up to 128 tokens, Q4_0-style types at every count, Q4_K / Q5_K up to 256, the rest to hipBLAS
-    CHECK(path("Q6_K", 128, "amd-cdna4").name == "mul_mat_q (MMQ), CDNA4 up to 128 tokens");
-    CHECK(path("Q6_K", 129, "amd-cdna4").name == "dequantize + hipBLAS GEMM, CDNA4");
-    CHECK(path("Q4_K", 256, "amd-cdna4").name == "mul_mat_q (MMQ), CDNA4 Q4_K / Q5_K up to 256 tokens");
-    CHECK(path("Q4_K", 257, "amd-cdna4").name == "dequantize + hipBLAS GEMM, CDNA4");
-    CHECK(path("Q4_0", 4096, "amd-cdna4").name == "mul_mat_q (MMQ)");
-    CHECK(path("Q6_K", 4096, "amd-cdna4").max_experts == 64);  // more experts: MMQ at every count
     // RDNA2 has no WMMA: MMQ's dp4a path on the vector ALUs, with more integer work per multiply-add than the MMA's
     for (const char* format : {"Q6_K", "Q2_K", "Q4_K", "Q4_0"}) {
         CAPTURE(format);

@@ -117,13 +117,18 @@ def test_estimates_are_deterministic(w):
 @given(st.sampled_from(MODELS), st.sampled_from(QUANTS), st.sampled_from(DEVICES), st.integers(1, 64),
        st.integers(1, 4096), st.integers(1, 256))
 def test_more_work_never_takes_less_time(model, quant, device, batch, prompt, gen):
-    """A longer prompt never makes the prefill faster; more generated tokens never make the decode shorter."""
+    """A longer prompt never makes the prefill faster, unless the engine switches a projection to another kernel
+    between the two (ggml's per-type token thresholds: on RDNA3 Q6_K beyond 128 tokens goes to hipBLAS, which
+    splits the K loop over idle units where MMQ's tile per WGP leaves them idle); more generated tokens never make
+    the decode shorter."""
     base = estimate_or_refusal(model=model, quant=quant, device=device, batch=batch, prompt_tokens=prompt, gen_tokens=gen)
     if base is None:
         return
     longer = rp.estimate(model, quant, device, batch=batch, prompt_tokens=prompt + 64, gen_tokens=gen + 16)
-    assert longer.prefill_s >= base.prefill_s * (1 - 1e-12)
     assert longer.decode_s >= base.decode_s * (1 - 1e-12)
+    if longer.prefill_s < base.prefill_s * (1 - 1e-12):
+        kernels = [set(map(tuple, e.breakdown.query("phase == 'prefill'")[["op", "compute"]].values)) for e in (base, longer)]
+        assert kernels[0] != kernels[1], (base.prefill_s, longer.prefill_s)  # faster only where a kernel changed
 
 
 def test_no_estimate_exceeds_its_ceilings_over_a_sweep():
