@@ -109,10 +109,6 @@ double LinearKernel::alu_ops_for(const Format& weight) const {
     return it == alu_ops_scale.end() ? alu_ops_per_mac : alu_ops_per_mac * it->second;
 }
 
-bool LinearKernel::runs_on(const std::string& family) const {
-    return families.empty() || std::find(families.begin(), families.end(), family) != families.end();
-}
-
 KernelOccupancy LinearKernel::occupancy_on(const std::string& family) const {
     KernelOccupancy o{efficiency, tiles_per_unit, split_k, stream_k};
     const auto it = by_family.find(family);

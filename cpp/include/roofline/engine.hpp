@@ -7,6 +7,7 @@
 #include "roofline/device.hpp"
 #include "roofline/format.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <limits>
@@ -54,6 +55,14 @@ struct KernelOccupancy {
                stream_k == o.stream_k;
     }
 };
+
+/// Whether a kernel restricted to device `families` (empty: every family) and to MoE layers of at most `max_experts`
+/// experts runs a layer of `experts` experts (0: dense) on a device of `family` (LinearKernel, LinearPath).
+inline bool kernel_runs(const std::vector<std::string>& families, double max_experts, const std::string& family,
+                        double experts) {
+    return experts <= max_experts &&
+           (families.empty() || std::find(families.begin(), families.end(), family) != families.end());
+}
 
 /// One kernel for linear layers (a weight matrix times activations).
 struct LinearKernel {
@@ -109,7 +118,7 @@ struct LinearKernel {
     /// Whether it runs linear layers whose weights are in `weight`.
     bool handles(const Format& weight) const;
     /// Whether the engine runs it on a device of `family` (families empty, or naming it).
-    bool runs_on(const std::string& family) const;
+    bool runs_on(const std::string& family) const { return kernel_runs(families, max_experts, family, 0); }
     /// Whether it runs every layer it handles: every device family and any number of experts.
     bool unconditional() const { return families.empty() && !(max_experts < std::numeric_limits<double>::infinity()); }
     /// alu_ops_per_mac for weights in `weight`: × alu_ops_scale of its format.

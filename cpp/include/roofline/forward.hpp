@@ -10,7 +10,6 @@
 #include "roofline/ops/attention.hpp"
 #include "roofline/weights.hpp"
 
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -117,10 +116,7 @@ struct LinearPath {
     std::vector<std::string> families;  ///< LinearKernel::families: run on devices of these only (empty: all)
     double max_experts = std::numeric_limits<double>::infinity();  ///< LinearKernel::max_experts
     /// Whether it runs a layer of `experts` experts (0: dense) on a device of `family`.
-    bool runs(const std::string& family, double experts) const {
-        return experts <= max_experts &&
-               (families.empty() || std::find(families.begin(), families.end(), family) != families.end());
-    }
+    bool runs(const std::string& family, double experts) const { return kernel_runs(families, max_experts, family, experts); }
     bool operator==(const LinearPath& o) const {
         return max_rows == o.max_rows && unit == o.unit && compute == o.compute && tile_m == o.tile_m &&
                tile_n == o.tile_n && stream_k == o.stream_k && dequant_every_rows == o.dequant_every_rows && dequant_overlapped == o.dequant_overlapped &&
