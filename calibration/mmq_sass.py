@@ -84,9 +84,9 @@ def mma_shape(op: str) -> Optional[str]:
     return None
 
 
-def inner_loop(body: List[Tuple[int, str]]) -> Tuple[List[str], List[str]]:
-    """The K loop: the smallest loop holding both matrix instructions and global loads (a tile loaded and unpacked
-    into shared memory, then multiplied), as (its opcodes without NOPs, the matrix instructions' shapes in it)."""
+def smallest_loop(body: List[Tuple[int, str]]) -> Optional[List[str]]:
+    """The opcodes (without NOPs) of the smallest loop (a backward branch and its target) holding both matrix
+    instructions and global loads (LDG, LDGSTS): a tile loaded, then multiplied. None when there is none."""
     index = {addr: i for i, (addr, _) in enumerate(body)}
     best: Optional[Tuple[int, int]] = None
     for i, (addr, ins) in enumerate(body):
@@ -102,8 +102,16 @@ def inner_loop(body: List[Tuple[int, str]]) -> Tuple[List[str], List[str]]:
                 and (best is None or i - lo < best[1] - best[0])):
             best = (lo, i)
     if best is None:
+        return None
+    return [opcode(x) for _, x in body[best[0]:best[1] + 1] if opcode(x) != "NOP"]
+
+
+def inner_loop(body: List[Tuple[int, str]]) -> Tuple[List[str], List[str]]:
+    """The K loop: the smallest loop holding both matrix instructions and global loads (a tile loaded and unpacked
+    into shared memory, then multiplied), as (its opcodes without NOPs, the matrix instructions' shapes in it)."""
+    ops = smallest_loop(body)
+    if ops is None:
         raise SystemExit("no loop with matrix instructions and global loads found")
-    ops = [opcode(x) for _, x in body[best[0]:best[1] + 1] if opcode(x) != "NOP"]
     shapes = [mma_shape(o) for o in ops if is_matrix(o)]
     unknown = [o for o, s in zip([o for o in ops if is_matrix(o)], shapes) if s is None]
     if unknown:

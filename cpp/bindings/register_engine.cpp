@@ -75,6 +75,9 @@ void register_engine(py::module_& m) {
                       "whether it runs flash attention unless told otherwise")
         .def_readonly("decode_attention_per_query_head", &EngineBackend::decode_attention_per_query_head)
         .def_readonly("decode_attention_alu_ops_per_mac", &EngineBackend::decode_attention_alu_ops_per_mac)
+        .def_readonly("flash_qk_format", &EngineBackend::flash_qk_format)
+        .def_readonly("flash_pv_format", &EngineBackend::flash_pv_format)
+        .def_readonly("flash_issue_per_score", &EngineBackend::flash_issue_per_score)
         .def_property_readonly(
             "sources",
             [](const EngineBackend& b) {

@@ -67,12 +67,14 @@ DType widened(DType d) {
     switch (d) {
         // representations a device without their units computes in a wider format without changing the result's
         // meaning: bf16 / fp16 / tf32 arithmetic at the fp32 rate (Apple M1-M3 bf16, CPUs' fp16), integer ALU work
-        // on the fp32 lanes. Low-precision formats (fp8, fp4, int8, int4) are never widened: a device without their
+        // on the fp32 lanes, fp16 products with fp16 sums on units that sum in fp32 (where a device lists no
+        // separate rate for them, the fp16 rate). Low-precision formats (fp8, fp4, int8, int4) are never widened: a device without their
         // units cannot run a kernel written for them (Device::execution_peak's error names what it has).
         case DType::fp16:
         case DType::bf16:
         case DType::tf32: return DType::fp32;
         case DType::int32: return DType::fp32;
+        case DType::fp16_acc16: return DType::fp16;  // fp16 units with fp32 sums compute it at least as well
         case DType::fp4:
         case DType::fp8_e4m3:
         case DType::fp8_e5m2:
@@ -239,6 +241,7 @@ Device parse_device(std::string_view json_text, std::string_view origin) {
         auto cu = o.object("compute_units");
         d.compute_units = static_cast<int>(cu.integer("count", 1, 1000000));
         d.compute_unit_name = cu.string("name");
+        d.lanes_issued_per_clock = cu.opt_number("lanes_issued_per_clock", 1, 1e5).value_or(0.0);
         d.compute_units_provenance = read_provenance(cu);
         cu.finish();
     }
@@ -362,7 +365,9 @@ std::string Device::to_json(int indent) const {
     j["aliases"] = aliases;
     if (!architecture.empty()) j["architecture"] = architecture;
     if (release_year) j["release_year"] = release_year;
-    j["compute_units"] = provenance_json({{"count", compute_units}, {"name", compute_unit_name}}, compute_units_provenance);
+    nlohmann::ordered_json units{{"count", compute_units}, {"name", compute_unit_name}};
+    if (lanes_issued_per_clock > 0) units["lanes_issued_per_clock"] = lanes_issued_per_clock;
+    j["compute_units"] = provenance_json(units, compute_units_provenance);
     nlohmann::ordered_json clocks{{"boost_MHz", unscaled(boost_clock_hz, 1e6)}};
     if (base_clock_hz > 0) clocks["base_MHz"] = unscaled(base_clock_hz, 1e6);
     j["clocks"] = provenance_json(clocks, clocks_provenance);

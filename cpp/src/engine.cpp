@@ -289,8 +289,8 @@ const std::vector<std::string>& backend_keys() {
             "custom_all_reduce_max_bytes", "custom_all_reduce_max_hidden", "vocab_parallel", "bandwidth_fraction",
             "op_kernels", "prefill_ubatch_tokens", "flash_attention_version", "flash_attention_default",
             "decode_attention_per_query_head",
-            "decode_attention_alu_ops_per_mac", "attention_score_bytes",
-            "prediction_interval"};
+            "decode_attention_alu_ops_per_mac", "attention_score_bytes", "flash_attention_formats",
+            "flash_attention_issue", "prediction_interval"};
         k.insert(k.end(), serving_keys().begin(), serving_keys().end());
         return k;
     }();
@@ -308,8 +308,45 @@ void apply_backend(EngineBackend& b, JsonObject o, const nlohmann::json& raw) {
         b.activation_format = text_value(o, "activation_format", b, &formats);
     }
     if (o.has("attention_format")) {
-        static const std::vector<std::string> formats = {"activation", "fp32", "fp16", "bf16"};
+        static const std::vector<std::string> formats = {"activation", "fp32", "fp16", "bf16", "fp16_acc16"};
         b.attention_format = text_value(o, "attention_format", b, &formats);
+    }
+    if (o.has("flash_attention_formats")) {
+        static const std::vector<std::string> formats = {"attention", "activation", "fp32", "fp16", "bf16", "fp16_acc16"};
+        JsonObject p = o.object("flash_attention_formats");
+        JsonObject v = p.object("value");
+        b.flash_qk_format = v.choice("qk", formats);
+        b.flash_pv_format = v.choice("pv", formats);
+        v.finish();
+        b.sources["flash_attention_formats"] = provenance_of(p);
+        p.finish();
+    }
+    if (o.has("flash_attention_issue")) {
+        JsonObject p = o.object("flash_attention_issue");
+        const auto& v = p.raw("value");
+        if (!v.is_object())  // {}: not counted
+            p.fail("value", "must map device families (or \"default\") to [head_dim, one_head, grouped] rows, got " + v.dump());
+        b.flash_issue_per_score.clear();
+        for (auto it = v.begin(); it != v.end(); ++it) {
+            const std::string at = "value." + it.key();
+            if (it.key() != "default" && (it.key().empty() || to_lower(it.key()) != it.key()))
+                p.fail(at, "must be \"default\" or a hardware_db family in lower case");
+            const auto& rows = *it;
+            if (!rows.is_array() || rows.empty()) p.fail(at, "must list [head_dim, one_head, grouped] rows, got " + rows.dump());
+            std::vector<std::array<double, 3>> table;
+            for (const auto& row : rows) {
+                if (!row.is_array() || row.size() != 3 || !row[0].is_number() || !row[1].is_number() || !row[2].is_number())
+                    p.fail(at, "rows must be [head_dim, one_head, grouped] (instructions per score element), got " + row.dump());
+                const std::array<double, 3> x{row[0].get<double>(), row[1].get<double>(), row[2].get<double>()};
+                if (!(x[0] >= 1 && x[0] <= 4096) || !(x[1] > 0 && x[1] <= 1e4) || !(x[2] > 0 && x[2] <= 1e4) ||
+                    (!table.empty() && !(x[0] > table.back()[0])))
+                    p.fail(at, "rows must have head_dim ascending in 1..4096 and instructions in (0, 10000], got " + row.dump());
+                table.push_back(x);
+            }
+            b.flash_issue_per_score[it.key()] = std::move(table);
+        }
+        b.sources["flash_attention_issue"] = provenance_of(p);
+        p.finish();
     }
     if (o.has("linear_kernels")) {
         JsonObject lk = o.object("linear_kernels");
@@ -727,6 +764,16 @@ std::string Engine::to_json(int indent) const {
         x["decode_attention_per_query_head"] = prop(b, "decode_attention_per_query_head", b.decode_attention_per_query_head);
         x["decode_attention_alu_ops_per_mac"] = prop(b, "decode_attention_alu_ops_per_mac", b.decode_attention_alu_ops_per_mac);
         x["attention_score_bytes"] = prop(b, "attention_score_bytes", b.attention_score_bytes);
+        x["flash_attention_formats"] = prop(b, "flash_attention_formats",
+                                            nlohmann::ordered_json{{"qk", b.flash_qk_format}, {"pv", b.flash_pv_format}});
+        {
+            nlohmann::ordered_json by = nlohmann::ordered_json::object();
+            for (const auto& [family, rows] : b.flash_issue_per_score) {
+                by[family] = nlohmann::ordered_json::array();
+                for (const auto& r : rows) by[family].push_back({r[0], r[1], r[2]});
+            }
+            x["flash_attention_issue"] = prop(b, "flash_attention_issue", by);
+        }
         const PredictionInterval& pi = b.interval;
         x["prediction_interval"] = prop(b, "prediction_interval",
                                         nlohmann::ordered_json{{"coverage", pi.coverage},

@@ -25,6 +25,7 @@ constexpr std::array<DTypeInfo, kNumDTypes> kDTypes{{
     {DType::int4, "int4", 4},
     {DType::fp4, "fp4", 4},  // e2m1 element alone; block scales belong to quantization formats
     {DType::int32, "int32", 32},
+    {DType::fp16_acc16, "fp16_acc16", 16},  // fp16 elements; only the sums differ from fp16
 }};
 
 // Other spellings people type for the same number format.
@@ -36,6 +37,7 @@ const std::pair<const char*, DType> kAliases[] = {
     {"fp8", DType::fp8_e4m3}, {"e4m3", DType::fp8_e4m3}, {"float8_e4m3fn", DType::fp8_e4m3},
     {"e5m2", DType::fp8_e5m2}, {"float8_e5m2", DType::fp8_e5m2},
     {"i32", DType::int32},    {"i8", DType::int8},      {"i4", DType::int4},      {"e2m1", DType::fp4}, {"fp4_e2m1", DType::fp4},
+    {"fp16acc16", DType::fp16_acc16},
 };
 }  // namespace
 

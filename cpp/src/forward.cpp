@@ -511,6 +511,15 @@ PhaseOptions phase_options(const EngineBackend& e, std::string_view engine_id, c
     PhaseOptions o;
     o.activation = parse_format(e.activation_format);
     if (e.attention_format != "activation") o.attention_matmul = parse_format(e.attention_format).compute;
+    auto flash_format = [&](const std::string& name) -> std::optional<DType> {
+        if (name == "attention") return o.attention_matmul;
+        if (name == "activation") return std::nullopt;
+        return parse_format(name).compute;
+    };
+    o.flash_qk = flash_format(e.flash_qk_format);
+    o.flash_pv = flash_format(e.flash_pv_format);
+    if (!e.flash_issue_per_score.empty())
+        o.flash_issue = std::make_shared<const std::map<std::string, std::vector<std::array<double, 3>>>>(e.flash_issue_per_score);
     o.kv = kv;
     o.attention = flash ? ops::AttentionKind::flash : ops::AttentionKind::standard;
     o.logits_last_token_only = e.logits_last_token_only;
@@ -530,7 +539,20 @@ PhaseOptions phase_options(const EngineBackend& e, std::string_view engine_id, c
 }
 
 void with_device(PhaseOptions& o, const Device& device) {
-    if (o.attention == ops::AttentionKind::flash) o.flash = ops::flash_tiles(device, o.flash_attention_version);
+    if (o.attention == ops::AttentionKind::flash) {
+        o.flash = ops::flash_tiles(device, o.flash_attention_version);
+        // the kernel's instruction issue where the engine counted it and the device says its issue rate
+        if (o.flash_issue && device.issue_lanes_per_s() > 0) {
+            auto it = o.flash_issue->find(device.family);
+            if (it == o.flash_issue->end()) it = o.flash_issue->find("default");
+            if (it != o.flash_issue->end()) {
+                o.flash.issue_per_score = it->second;
+                o.flash.issue_lanes_per_s = device.issue_lanes_per_s();
+                o.flash.qk_flops_per_s = device.execution_peak(o.flash_qk.value_or(o.activation.compute), Unit::matrix).flops_per_s;
+                o.flash.pv_flops_per_s = device.execution_peak(o.flash_pv.value_or(o.activation.compute), Unit::matrix).flops_per_s;
+            }
+        }
+    }
     o.compute_units = device.compute_units;
     o.device_family = device.family;
 }
@@ -591,8 +613,13 @@ OpCost slot_cost(const OpSlot& s, const PhaseOptions& options, double batch, dou
                 // K and V of every position (the past and the new ones just appended) read from the cache in its
                 // format, once per KV head
                 ops::AttentionShape shape{batch, s.heads, tokens, kv_len, s.head_dim, true, s.kv_heads};
+                // flash attention's two products in the formats of the engine's kernel, the unfused path's both in
+                // attention_format
+                const bool flash = options.attention == ops::AttentionKind::flash;
+                const std::optional<DType>& qk = flash ? options.flash_qk : options.attention_matmul;
+                const std::optional<DType>& pv = flash ? options.flash_pv : options.attention_matmul;
                 op = ops::attention(shape, act, options.attention, false, options.flash, &options.kv,
-                                    options.attention_score_bytes, options.attention_matmul ? &*options.attention_matmul : nullptr);
+                                    options.attention_score_bytes, qk ? &*qk : nullptr, pv ? &*pv : nullptr);
             }
             break;
         }

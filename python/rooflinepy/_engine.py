@@ -82,6 +82,13 @@ class EngineBackend:
         "decode reads the KV cache once per query head (no K/V sharing within a GQA group)")
     decode_attention_alu_ops_per_mac: CoreAttribute[float] = CoreAttribute(
         "thread instructions the decode attention kernel issues per multiply-add, per query head (0: not counted)")
+    flash_qk_format: CoreAttribute[str] = CoreAttribute(
+        "format of flash attention's Q·Kᵀ product ('attention': attention_format's)")
+    flash_pv_format: CoreAttribute[str] = CoreAttribute(
+        "format of flash attention's P·V product ('fp16_acc16': fp16 with fp16 sums)")
+    flash_issue_per_score: CoreAttribute[Dict[str, List[List[float]]]] = CoreAttribute(
+        "device family -> [head_dim, one head per block, GQA group per block] instructions the flash-attention "
+        "kernel issues per score besides its products (empty: not counted)")
 
     @property
     def linear_kernels(self) -> List[LinearKernel]:

@@ -120,6 +120,38 @@ TEST_CASE("bf16, tf32 and int32 work without units of their own run in fp32; low
     CHECK_THROWS_AS(d.peak_flops(DType::fp8_e4m3), NotFound);  // the datasheet query stays strict
 }
 
+TEST_CASE("fp16 with fp16 sums: its own rate where a GeForce file lists one, fp16's elsewhere") {
+    const Device d = parse_device(kMinimal);
+    CHECK(d.execution_peak(DType::fp16_acc16).format == DType::fp16);
+    CHECK(d.execution_peak(DType::fp16_acc16).flops_per_s == doctest::Approx(1e14));
+    const Device g = parse_device(with(kMinimal, R"({"format": "fp32", "unit": "vector")",
+                                       R"({"format": "fp16_acc16", "unit": "matrix", "peak_TFLOPS": 200, "source": "made up for a test"},
+              {"format": "fp32", "unit": "vector")"));
+    CHECK(g.execution_peak(DType::fp16_acc16).flops_per_s == doctest::Approx(2e14));
+    CHECK(g.execution_peak(DType::fp16).flops_per_s == doctest::Approx(1e14));
+    CHECK(parse_dtype("FP16_ACC16") == DType::fp16_acc16);
+    CHECK(dtype_bits(DType::fp16_acc16) == 16);
+    const DeviceDB db = DeviceDB::load_directory(ROOFLINE_TEST_HARDWARE_DB);
+    CHECK(db.get("rtx-4090").execution_peak(DType::fp16_acc16).flops_per_s == doctest::Approx(330.3e12));
+    CHECK(db.get("rtx-4090").execution_peak(DType::fp16).flops_per_s == doctest::Approx(165.2e12));
+    CHECK(db.get("a100-sxm-80gb").execution_peak(DType::fp16_acc16).flops_per_s == doctest::Approx(312e12));  // full rate either way
+}
+
+TEST_CASE("instruction issue: thread instructions per unit and clock, x units x boost clock") {
+    CHECK(parse_device(kMinimal).issue_lanes_per_s() == 0);  // not in the data
+    const Device d = parse_device(with(kMinimal, R"("name": "SM",)", R"("name": "SM", "lanes_issued_per_clock": 128,)"));
+    CHECK(d.issue_lanes_per_s() == doctest::Approx(10 * 128 * 1e9));
+    CHECK(parse_device(d.to_json()).lanes_issued_per_clock == 128);
+    CHECK_THROWS_WITH_AS(parse_device(with(kMinimal, R"("name": "SM",)", R"("name": "SM", "lanes_issued_per_clock": 0,)"), "bad.json"),
+                         doctest::Contains("lanes_issued_per_clock"), InvalidArgument);
+    const DeviceDB db = DeviceDB::load_directory(ROOFLINE_TEST_HARDWARE_DB);
+    for (const auto& dev : db.devices()) {
+        CAPTURE(dev.id);
+        CHECK((dev.vendor == "nvidia") == (dev.lanes_issued_per_clock == 128));  // every NVIDIA SM, no one else's yet
+    }
+    CHECK(db.get("a100-sxm-80gb").issue_lanes_per_s() == doctest::Approx(108 * 128 * 1.41e9));
+}
+
 TEST_CASE("interconnects join the devices of their domain; beyond it the network carries the collective") {
     const DeviceDB db = DeviceDB::load_directory(ROOFLINE_TEST_HARDWARE_DB);
     const Device& h100 = db.get("h100-sxm");

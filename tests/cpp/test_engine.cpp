@@ -6,6 +6,7 @@
 #include "roofline/errors.hpp"
 #include "roofline/format.hpp"
 #include "roofline/forward.hpp"
+#include "roofline/ops/attention.hpp"
 #include "test_helpers.hpp"
 
 #include <algorithm>
@@ -60,6 +61,8 @@ const char* const kTinyEngine = R"({
       "decode_attention_per_query_head": {"value": false, "source": "made up"},
       "decode_attention_alu_ops_per_mac": {"value": 0, "source": "made up"},
       "attention_score_bytes": {"value": 0, "source": "made up"},
+      "flash_attention_formats": {"value": {"qk": "attention", "pv": "attention"}, "source": "made up"},
+      "flash_attention_issue": {"value": {}, "source": "made up"},
       "prediction_interval": {"value": {"coverage": 0.8, "decode": [0.9, 1.1], "prefill": [0.8, 1.2],
                               "device_families": ["toy"], "weight_formats": ["Q4_0"], "widen": 2}, "source": "made up"}
     }
@@ -106,6 +109,9 @@ const char* const kFullEngine = R"({
       "decode_attention_per_query_head": {"value": true, "source": "s12b"},
       "decode_attention_alu_ops_per_mac": {"value": 5.3, "source": "s12c"},
       "attention_score_bytes": {"value": 24, "source": "s13"},
+      "flash_attention_formats": {"value": {"qk": "fp16", "pv": "fp16_acc16"}, "source": "s13a"},
+      "flash_attention_issue": {"value": {"default": [[64, 30, 20], [128, 40, 25]], "nvidia-hopper": [[128, 45, 30]]},
+                                "source": "s13b"},
       "prediction_interval": {"value": {"coverage": 0.8, "decode": [0.95, 1.05], "prefill": [0.9, 1.15],
                               "device_families": ["apple-m1", "apple-m2"], "weight_formats": ["*"], "widen": 3},
                               "source": "s14"}
@@ -123,7 +129,7 @@ const std::vector<std::string> kProperties = {"kernel_fixed_cost_scale", "activa
                                               "op_kernels", "prefill_ubatch_tokens", "flash_attention_version",
                                               "flash_attention_default",
                                               "decode_attention_per_query_head", "decode_attention_alu_ops_per_mac", "attention_score_bytes",
-                                              "prediction_interval"};
+                                              "flash_attention_formats", "flash_attention_issue", "prediction_interval"};
 
 void check_error(const std::string& text, const std::vector<std::string>& expected, const std::vector<Engine>* bases = nullptr) {
     try {
@@ -162,6 +168,9 @@ void check_same_backend(const EngineBackend& a, const EngineBackend& b) {
     CHECK(a.decode_attention_alu_ops_per_mac == b.decode_attention_alu_ops_per_mac);
     CHECK(a.attention_format == b.attention_format);
     CHECK(a.attention_score_bytes == b.attention_score_bytes);
+    CHECK(a.flash_qk_format == b.flash_qk_format);
+    CHECK(a.flash_pv_format == b.flash_pv_format);
+    CHECK(a.flash_issue_per_score == b.flash_issue_per_score);
     CHECK(a.interval.coverage == b.interval.coverage);
     CHECK(a.interval.decode_lo == b.interval.decode_lo);
     CHECK(a.interval.decode_hi == b.interval.decode_hi);
@@ -380,6 +389,24 @@ TEST_CASE("parse_engine: errors name the origin and the field path") {
         check_error(with(kTinyEngine, R"("unit": "vector")", R"("max_experts": 0, "unit": "vector")"),
                     {"backends.any.linear_kernels.value[0].max_experts"});
     }
+    SUBCASE("flash attention's formats and instruction counts") {
+        const std::string issue = R"("flash_attention_issue": {"value": {}, "source": "made up"})";
+        check_error(with(kTinyEngine, issue, R"("flash_attention_issue": {"value": {"default": [[128, 40]]}, "source": "made up"})"),
+                    {"backends.any.flash_attention_issue", "value.default", "[head_dim, one_head, grouped]"});
+        check_error(with(kTinyEngine, issue, R"("flash_attention_issue": {"value": {"default": [[128, 40, 20], [64, 30, 15]]}, "source": "made up"})"),
+                    {"value.default", "head_dim ascending"});
+        check_error(with(kTinyEngine, issue, R"("flash_attention_issue": {"value": {"NVIDIA-Hopper": [[128, 40, 20]]}, "source": "made up"})"),
+                    {"value.NVIDIA-Hopper", "lower case"});
+        check_error(with(kTinyEngine, issue, R"("flash_attention_issue": {"value": {"default": [[128, 0, 20]]}, "source": "made up"})"),
+                    {"value.default", "instructions in (0, 10000]"});
+        check_error(with(kTinyEngine, issue, R"("flash_attention_issue": {"value": [[128, 40, 20]], "source": "made up"})"),
+                    {"backends.any.flash_attention_issue", "must map device families"});
+        const std::string formats = R"("flash_attention_formats": {"value": {"qk": "attention", "pv": "attention"}, "source": "made up"})";
+        check_error(with(kTinyEngine, formats, R"("flash_attention_formats": {"value": {"qk": "fp16", "pv": "fp8"}, "source": "made up"})"),
+                    {"backends.any.flash_attention_formats", "pv", "fp16_acc16"});
+        check_error(with(kTinyEngine, formats, R"("flash_attention_formats": {"value": {"qk": "fp16"}, "source": "made up"})"),
+                    {"backends.any.flash_attention_formats", "pv"});
+    }
     SUBCASE("families: a non-empty array of lower-case names") {
         check_error(with(kTinyEngine, R"("unit": "vector")", R"("families": [], "unit": "vector")"),
                     {"backends.any.linear_kernels.value[0].families", "at least one hardware_db family"});
@@ -596,6 +623,33 @@ TEST_CASE("a kernel's ALU work per multiply-add follows the weight format's bloc
     CHECK(mmq_alu("Q4_K") > q4_0);
     CHECK(mmq_alu("Q6_K") > mmq_alu("Q4_K"));
     CHECK(mmq_alu("Q6_K") == doctest::Approx(q4_0 * 1.306));
+}
+
+TEST_CASE("llama.cpp on CUDA: f16 sums where ggml asks cuBLAS and the mma for them, and its flash attention's issue") {
+    const EngineBackend& b = engine_db().get("llama.cpp").backend("cuda");
+    CHECK(b.attention_format == "fp16_acc16");  // the unfused path: batched cuBLAS with CUBLAS_COMPUTE_16F
+    CHECK(b.flash_qk_format == "fp16");         // Q·Kᵀ in f32 accumulators
+    CHECK(b.flash_pv_format == "fp16_acc16");   // P·V in half2 accumulators
+    const auto& issue = b.flash_issue_per_score;
+    for (const char* family : {"default", "nvidia-hopper", "nvidia-blackwell", "nvidia-blackwell-gb20x", "nvidia-gb10"}) {
+        CAPTURE(family);
+        REQUIRE(issue.count(family));
+        for (const auto& row : issue.at(family)) CHECK(row[2] < row[1]);  // a GQA group's blocks pipeline their loads
+    }
+    CHECK(ops::issue_per_score_at(issue.at("default"), 128, false) == doctest::Approx(42.47));
+    CHECK(b.sources.at("flash_attention_issue").source.find("calibration/fattn_sass.py") != std::string::npos);
+    // F16 weights: cuBLAS with f16 sums; BF16: f32 sums
+    const auto f16 = b.kernels_for(parse_format("F16"), "llama.cpp"), bf16 = b.kernels_for(parse_format("BF16"), "llama.cpp");
+    CHECK(f16.back().compute == "fp16_acc16");
+    CHECK(bf16.back().compute == "fp16");
+    // other backends and engines keep both products in attention_format and count nothing
+    for (const char* backend : {"metal", "rocm", "vulkan", "cpu"}) {
+        CAPTURE(backend);
+        const EngineBackend& o = engine_db().get("llama.cpp").backend(backend);
+        CHECK(o.flash_qk_format == "attention");
+        CHECK(o.flash_issue_per_score.empty());
+    }
+    CHECK(engine_db().get("vllm").backend("cuda").flash_issue_per_score.empty());
 }
 
 TEST_CASE("llama.cpp on ROCm: the CUDA backend's kernels built for HIP, with each RDNA generation's MMQ thresholds") {

@@ -229,6 +229,50 @@ TEST_CASE("attention's matrix products in another format than the activations: t
     }
 }
 
+TEST_CASE("flash attention bound by its instruction issue: the tensor units busy only as long as the SM issues") {
+    const Format f16 = format_of(DType::fp16);
+    const DType h = DType::fp16, h16 = DType::fp16_acc16;
+    // instructions per score element by head size: one query head per block, a GQA group per block
+    const std::vector<std::array<double, 3>> rows{{64, 33.03, 20.75}, {128, 42.47, 25.25}, {256, 70.38, 41.38}};
+    CHECK(issue_per_score_at(rows, 128, false) == 42.47);
+    CHECK(issue_per_score_at(rows, 128, true) == 25.25);
+    CHECK(issue_per_score_at(rows, 96, false) == doctest::Approx((33.03 + 42.47) / 2));
+    CHECK(issue_per_score_at(rows, 192, true) == doctest::Approx((25.25 + 41.38) / 2));
+    CHECK(issue_per_score_at(rows, 512, false) == doctest::Approx(70.38 + (70.38 - 42.47) * 2));  // along the last segment
+    CHECK(issue_per_score_at({{128, 40, 20}}, 64, true) == 20);
+    CHECK(issue_per_score_at({}, 128, false) == 0);
+    // an A100: 108 SMs x 128 instructions x 1.41 GHz; 312 TFLOPS for both products
+    FlashTiles a100{164 * 1024.0, 40e6, 108, 2, rows, 108 * 128 * 1.41e9, 312e12, 312e12};
+    const AttentionShape mha{1, 32, 512, 4096, 128, true, 32}, gqa{1, 32, 512, 4096, 128, true, 8}, odd{1, 24, 512, 4096, 128, true, 8};
+    auto busy = [](const OpCost& op) {
+        double u = 0;
+        for (const FlopTerm& t : op.flop_terms)
+            if (t.unit == Unit::matrix) u = t.utilization;
+        return u;
+    };
+    const double products = 2 * 128 / 312e12 * 2, issue = 42.47 / (108 * 128 * 1.41e9);
+    const OpCost a = attention(mha, f16, AttentionKind::flash, false, a100, nullptr, 0, &h, &h16);
+    CHECK(busy(a) == doctest::Approx(products / issue));  // 0.75: issue-bound
+    CHECK(busy(a) == doctest::Approx(0.753).epsilon(0.002));
+    CHECK(a.flops(Unit::vector, DType::fp16) == 0);        // the softmax is among the counted instructions
+    CHECK(a.flops(Unit::matrix, h) == doctest::Approx(a.flops(Unit::matrix, h16)));  // Q·Kᵀ and P·V apart
+    const OpCost plain = attention(mha, f16, AttentionKind::flash, false, FlashTiles{164 * 1024.0, 40e6, 108, 2});
+    CHECK(a.flops(Unit::matrix, h) + a.flops(Unit::matrix, h16) == doctest::Approx(plain.flops(Unit::matrix, h)));
+    CHECK(a.bytes(Level::dram) == plain.bytes(Level::dram));
+    CHECK(busy(plain) == 1);
+    CHECK(plain.flops(Unit::vector, DType::fp16) > 0);
+    // a GQA group of 4 shares a block: fewer instructions per score, tensor-bound on the A100
+    CHECK(busy(attention(gqa, f16, AttentionKind::flash, false, a100)) == 1);
+    // an odd group (3) takes ggml's one-head blocks
+    CHECK(busy(attention(odd, f16, AttentionKind::flash, false, a100)) == doctest::Approx(products / issue));
+    // an H100 SXM's tensor rate against the same issue: about a third (FlashAttention-2's 35 %)
+    FlashTiles h100{228 * 1024.0, 50e6, 132, 2, {{128, 46.19, 29.88}}, 132 * 128 * 1.83e9, 989.4e12, 989.4e12};
+    CHECK(busy(attention(mha, f16, AttentionKind::flash, false, h100)) == doctest::Approx(0.35).epsilon(0.02));
+    // the backward pass is not counted; nor is the standard path
+    CHECK(busy(attention(mha, f16, AttentionKind::flash, true, a100)) == 1);
+    CHECK(busy(attention(mha, f16, AttentionKind::standard, false, a100)) == 1);
+}
+
 TEST_CASE("decode attention per query head: DRAM once per KV head, L2 and dequantization once per query head") {
     const Format f16 = format_of(DType::fp16), q8 = parse_format("q8_0");
     for (const Format& kv : {f16, q8}) {

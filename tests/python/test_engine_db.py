@@ -133,6 +133,46 @@ def test_llama_cpp_mmq_multiplies_fp4_weights_in_fp4_on_sm120_and_sm121_only():
     assert rp.device("b200").family not in fp4.families
 
 
+def test_llama_cpp_cuda_flash_attention_at_depth_is_issue_bound_on_datacenter_gpus_tensor_bound_on_geforce():
+    """fattn-mma-f16's K/V loop issues ~42 instructions per score element besides its HMMAs (25 when a GQA group
+    shares a block), counted in its SASS; 128 issued per SM and clock leave an A100's tensor cores 3/4 busy and an
+    H100's about a third (FlashAttention-2's figure on Hopper), while a GeForce card, whose tensor cores sum Q·Kᵀ in
+    f32 at half rate and P·V in f16 at full rate, stays bound by its products."""
+    def attention_rate(dev, model):
+        e = rp.estimate(model=model, quant="Q4_0", device=dev, engine="llama.cpp", prompt_tokens=512, gen_tokens=0,
+                        context_tokens=16384, flash_attention=True)
+        row = e.breakdown[(e.breakdown.phase == "prefill") & (e.breakdown.op == "attention")].iloc[0]
+        assert row.bound == "compute"
+        return row.flops / row.seconds
+    def peak(dev, fmt="fp16"):
+        d = rp.device(dev)
+        return d.peak_flops(fmt, "matrix") * d.efficiency["compute_fraction"]
+    assert attention_rate("a100-pcie-80gb", "llama-2-7b") == pytest.approx(0.753 * peak("a100-pcie-80gb"), rel=0.02)
+    assert attention_rate("h100-sxm", "llama-2-7b") / peak("h100-sxm") == pytest.approx(0.35, abs=0.02)
+    # a GQA group per block: fewer instructions, closer to the tensor rate
+    assert attention_rate("h100-sxm", "llama-3.1-8b") > 1.4 * attention_rate("h100-sxm", "llama-2-7b")
+    # GeForce: the harmonic mean of the f32-sum and f16-sum rates (165.2 and 330.3 TFLOPS on an RTX 4090)
+    harmonic = 2 / (1 / peak("rtx-4090") + 1 / peak("rtx-4090", "fp16_acc16"))
+    assert attention_rate("rtx-4090", "llama-2-7b") == pytest.approx(harmonic, rel=0.02)
+    # no instruction count for Metal's kernel: its products alone
+    cuda = next(x for x in rp.engine("llama.cpp").backends if x.backend == "cuda")
+    assert cuda.flash_pv_format == "fp16_acc16" and "default" in cuda.flash_issue_per_score
+
+
+def test_llama_cpp_cuda_f16_weights_multiply_with_f16_sums_at_twice_the_geforce_rate():
+    """ggml_cuda_mul_mat_cublas runs F16 weights in CUBLAS_COMPUTE_16F, which GeForce tensor cores run at twice
+    their f32-sum rate; BF16 weights take f32 sums; data-center GPUs run both at one rate."""
+    def linear(dev, quant):
+        b = rp.estimate(model="llama-2-7b", quant=quant, device=dev, engine="llama.cpp", prompt_tokens=512,
+                        gen_tokens=0).breakdown
+        return b[b.op == "ffn_up"].iloc[0]
+    assert linear("rtx-4090", "F16").compute == "fp16_acc16 matrix"
+    assert linear("rtx-4090", "BF16").compute != "fp16_acc16 matrix"
+    ratio = lambda dev: linear(dev, "BF16").seconds / linear(dev, "F16").seconds
+    assert ratio("rtx-4090") == pytest.approx(2.0, rel=0.05)
+    assert ratio("a100-sxm-80gb") == pytest.approx(1.0, rel=0.05)
+
+
 def test_llama_cpp_vulkan_without_cooperative_matrices_runs_integer_dot_products_on_the_vector_alus():
     """ggml-vulkan enables KHR cooperative matrices on RDNA3+ and Intel Xe2 but not on RDNA2 (no WMMA) or the Arc
     A-series (left out for its regressions): there a prompt's quantized projections run mul_mmq's packed int8 dot

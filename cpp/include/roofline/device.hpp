@@ -90,6 +90,9 @@ public:
     int release_year = 0;
     int compute_units = 0;
     std::string compute_unit_name;
+    /// Thread instructions one compute unit issues per clock (an NVIDIA SM: 4 warp schedulers x one 32-thread
+    /// instruction each); 0 where the data does not say. The rate a kernel bound by its instruction issue runs at.
+    double lanes_issued_per_clock = 0;
     Provenance compute_units_provenance;
     double boost_clock_hz = 0, base_clock_hz = 0;
     Provenance clocks_provenance;
@@ -106,6 +109,9 @@ public:
     double peak_flops(DType format, Unit unit = Unit::matrix) const;
     /// The peak record peak_flops uses, or nullptr.
     const ComputePeak* find_peak(DType format, Unit unit = Unit::matrix) const;
+    /// Thread instructions issued per second by all compute units at the boost clock (compute_units x
+    /// lanes_issued_per_clock x boost clock); 0 where either is not in the data.
+    double issue_lanes_per_s() const { return compute_units * lanes_issued_per_clock * boost_clock_hz; }
     /// The peak an op in `format` actually runs at: the format's own peak (matrix falling back to vector), or,
     /// where the device has none, that of the wider format the same arithmetic runs in (bf16, fp16, tf32 -> fp32;
     /// int32 ALU work -> the fp32 lanes, an upper bound: no GPU has more int32 than fp32 lanes). fp8, fp4, int8 and

@@ -180,7 +180,8 @@ struct EngineBackend {
     double kernel_fixed_cost_scale = 1.0;    ///< × the device's fixed cost per kernel
     std::string activation_format = "fp16";  ///< activations between ops
     /// The format attention's matrix products (Q·Kᵀ, P·V) run in on matrix units, when not the activations':
-    /// "activation" (the activation format) or fp32 / fp16 / bf16. Softmax stays in the activation format.
+    /// "activation" (the activation format) or fp32 / fp16 / bf16 / fp16_acc16 (fp16 with fp16 sums: cuBLAS's
+    /// CUBLAS_COMPUTE_16F). Softmax stays in the activation format.
     std::string attention_format = "activation";
     std::vector<LinearKernel> linear_kernels;
     bool fused_qkv = false;                  ///< Q, K and V projections as one GEMM when they share a format
@@ -223,6 +224,16 @@ struct EngineBackend {
     /// lanes, whose rate per SM and clock is the schedulers' issue rate; per query head. 0: not counted (the
     /// multiply-adds alone, on the activation format's units).
     double decode_attention_alu_ops_per_mac = 0;
+    /// The number formats of flash attention's two products, Q·Kᵀ and P·V ("attention": attention_format's; an
+    /// engine whose kernel sums P·V in fp16 names fp16_acc16 for it, which GeForce tensor cores run at twice the rate).
+    std::string flash_qk_format = "attention", flash_pv_format = "attention";
+    /// Thread instructions flash attention's forward kernel issues per score element besides its matrix products
+    /// (the online softmax, conversions, shared-memory loads and addressing of its K/V loop, counted in its machine
+    /// code), as [head_dim, instructions with one query head per block, instructions with a GQA group's heads in one
+    /// block] rows in ascending head_dim, per device family ("default": the others); a device that also says how
+    /// many instructions it issues per clock (Device::issue_lanes_per_s) runs the kernel no faster than that issue
+    /// allows (ops::attention). Empty: not counted.
+    std::map<std::string, std::vector<std::array<double, 3>>> flash_issue_per_score;
     /// DRAM bytes per attention score element on the standard (non-flash) path: S and P written and read, through
     /// whatever format conversions the engine's kernels make (0: four passes in the activation format)
     double attention_score_bytes = 0;

@@ -11,8 +11,10 @@ namespace roofline {
 
 /// Number formats that devices have peaks for.
 /// int32: 32-bit integer lane operations (address arithmetic, bit unpacking) on vector units, in OP/s.
-enum class DType : std::uint8_t { fp64, fp32, tf32, fp16, bf16, fp8_e4m3, fp8_e5m2, int8, int4, fp4, int32 };
-inline constexpr std::size_t kNumDTypes = 11;
+/// fp16_acc16: fp16 products summed in fp16 (cuBLAS's CUBLAS_COMPUTE_16F, an mma with half accumulators), which
+/// GeForce tensor cores run at twice their fp16 rate with fp32 sums; a device without its own peak runs it at fp16's.
+enum class DType : std::uint8_t { fp64, fp32, tf32, fp16, bf16, fp8_e4m3, fp8_e5m2, int8, int4, fp4, int32, fp16_acc16 };
+inline constexpr std::size_t kNumDTypes = 12;
 
 const std::array<DType, kNumDTypes>& all_dtypes();
 std::string_view dtype_name(DType d);

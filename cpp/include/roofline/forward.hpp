@@ -33,6 +33,9 @@ struct PhaseOp {
 struct PhaseOptions {
     Format activation = format_of(DType::fp16);  ///< activations between ops
     std::optional<DType> attention_matmul;       ///< EngineBackend::attention_format, when not the activations'
+    std::optional<DType> flash_qk, flash_pv;     ///< EngineBackend::flash_qk_format / flash_pv_format, when not the activations'
+    /// EngineBackend::flash_issue_per_score (shared); with_device() puts the device family's rows in `flash`
+    std::shared_ptr<const std::map<std::string, std::vector<std::array<double, 3>>>> flash_issue;
     Format kv = format_of(DType::fp16);          ///< KV cache
     ops::AttentionKind attention = ops::AttentionKind::standard;
     ops::FlashTiles flash;                       ///< flash attention's on-chip tiles (ops::flash_tiles)

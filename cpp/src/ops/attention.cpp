@@ -58,8 +58,19 @@ FlashTiles flash_tiles(const Device& device, int version) {
     return t;
 }
 
+double issue_per_score_at(const std::vector<std::array<double, 3>>& rows, double head_dim, bool grouped) {
+    const std::size_t c = grouped ? 2 : 1;
+    if (rows.empty()) return 0;
+    if (rows.size() == 1) return rows[0][c];
+    std::size_t i = 1;  // the segment [i-1, i]: the first whose end reaches head_dim, else the last
+    while (i + 1 < rows.size() && rows[i][0] < head_dim) ++i;
+    const auto& a = rows[i - 1];
+    const auto& b = rows[i];
+    return std::max(0.0, a[c] + (b[c] - a[c]) * (head_dim - a[0]) / (b[0] - a[0]));
+}
+
 OpCost attention(const AttentionShape& s, const Format& fmt, AttentionKind kind, bool backward, const FlashTiles& tiles,
-                 const Format* kv_format, double score_bytes, const DType* matmul) {
+                 const Format* kv_format, double score_bytes, const DType* matmul, const DType* pv_matmul) {
     check_shape(s);
     check_size("attention score_bytes", score_bytes);
     const double N = s.seq_q, M = s.seq_kv, d = s.head_dim, e = fmt.bytes_per_element();
@@ -68,6 +79,7 @@ OpCost attention(const AttentionShape& s, const Format& fmt, AttentionKind kind,
     const double kv_heads = s.kv_heads > 0 ? s.kv_heads : s.heads;
     const double KV = kv_bytes(s.batch, M, kv_heads, d, kv);  // K and V of the M positions, once per KV head
     const DType cf = fmt.compute, cm = matmul ? *matmul : fmt.compute;  // vector, matrix work
+    const DType cpv = pv_matmul ? *pv_matmul : cm;                       // P·V's (forward)
     OpCost op;
     static const std::string names[2][2] = {{"standard_attention", "standard_attention_fwd_bwd"},
                                             {"flash_attention", "flash_attention_fwd_bwd"}};  // [flash][backward]
@@ -76,7 +88,8 @@ OpCost attention(const AttentionShape& s, const Format& fmt, AttentionKind kind,
     if (kind == AttentionKind::standard) {
         // forward; S and P: written and read once each in fmt, unless the engine's kernels say otherwise
         const double per_score = score_bytes > 0 ? score_bytes : 4 * e;
-        op.add_flops(Unit::matrix, cm, bh * 4.0 * N * M * d);
+        op.add_flops(Unit::matrix, cm, bh * 2.0 * N * M * d);
+        op.add_flops(Unit::matrix, cpv, bh * 2.0 * N * M * d);
         op.add_flops(Unit::vector, cf, bh * softmax_flops(N, M));
         op.add_dram(bh * (e * N * d + per_score / 2 * N * M) + KV, bh * (per_score / 2 * N * M + e * N * d));
         op.launches = 3;
@@ -107,8 +120,17 @@ OpCost attention(const AttentionShape& s, const Format& fmt, AttentionKind kind,
     const double Tr = N > 0 ? std::ceil(N / Br) : 0.0;
     const double units = std::max(1.0, tiles.units);
     constexpr double kStat = 4.0;  // m and l are kept in fp32
-    op.add_flops(Unit::matrix, cm, bh * 4.0 * N * M * d * f);
-    op.add_flops(Unit::vector, cf, bh * (softmax_flops(N, M) * f + 2.0 * N * d * Tc));
+    // the forward kernel's instruction issue, where counted: the fraction of the time its tensor units are busy
+    const double kv_group = s.heads / kv_heads;
+    const bool grouped = kv_group >= 2 && std::fmod(kv_group, 2.0) == 0;  // an even GQA group shares a block (ggml's ncols2 >= 2)
+    const double issue = backward ? 0.0 : issue_per_score_at(tiles.issue_per_score, d, grouped);
+    const bool issue_bound = issue > 0 && tiles.issue_lanes_per_s > 0 && tiles.qk_flops_per_s > 0 && tiles.pv_flops_per_s > 0;
+    const double busy = issue_bound ? std::min(1.0, (2 * d / tiles.qk_flops_per_s + 2 * d / tiles.pv_flops_per_s) /
+                                                        (issue / tiles.issue_lanes_per_s))
+                                    : 1.0;
+    op.add_flops(Unit::matrix, cm, bh * 2.0 * N * M * d * f, busy);
+    op.add_flops(Unit::matrix, cpv, bh * 2.0 * N * M * d * f, busy);
+    if (!issue_bound) op.add_flops(Unit::vector, cf, bh * (softmax_flops(N, M) * f + 2.0 * N * d * Tc));
     // compulsory traffic
     double read = bh * e * N * d + KV;
     double written = bh * (e * N * d + (backward ? kStat * 2 * N : 0.0));
@@ -125,7 +147,6 @@ OpCost attention(const AttentionShape& s, const Format& fmt, AttentionKind kind,
     auto fits_l2 = [&](double working_set) { return l2_bytes > 0 && working_set <= l2_bytes; };
     double dram_r = 0, dram_w = 0, l2_r = 0, l2_w = 0, sram_kv = 0;
     auto place = [&](double r, double w, bool hit) { (hit ? l2_r : dram_r) += r; (hit ? l2_w : dram_w) += w; };
-    const double kv_group = s.heads / kv_heads;
     if (tiles.version == 1) {
         const double extra = std::max(0.0, Tc - 1);  // column blocks after the first re-read and re-write rows
         const double heads_at_once = std::min(units, bh);

@@ -6,7 +6,9 @@
 #include "roofline/format.hpp"
 #include "roofline/op.hpp"
 
+#include <array>
 #include <string_view>
+#include <vector>
 
 namespace roofline::ops {
 
@@ -31,7 +33,17 @@ struct FlashTiles {
     double l2_bytes = 0;    ///< 0: no cache between SRAM and DRAM (FlashAttention's Theorem 2 model)
     double units = 1;       ///< compute units: thread blocks resident at once (one per unit)
     int version = 2;        ///< 1: K/V blocks outermost (FlashAttention-1); 2: a Q block resident, K/V streamed (FA-2/3)
+    /// The forward kernel's instruction issue (all 0 / empty: not counted, its products alone bound its compute):
+    /// the thread instructions it issues per score element besides its matrix products, as [head_dim, one query
+    /// head per block, a GQA group's heads per block] rows in ascending head_dim (EngineBackend::
+    /// flash_issue_per_score for the device's family), the device's issue rate (Device::issue_lanes_per_s) and its
+    /// matrix peaks for Q·Kᵀ's and P·V's formats.
+    std::vector<std::array<double, 3>> issue_per_score{};
+    double issue_lanes_per_s = 0, qk_flops_per_s = 0, pv_flops_per_s = 0;
 };
+/// Instructions per score element at `head_dim` from [head_dim, one_head, grouped] rows (`grouped`: the third
+/// column): linear between rows, along the nearest segment beyond them (one row: its value); 0 for no rows.
+double issue_per_score_at(const std::vector<std::array<double, 3>>& rows, double head_dim, bool grouped);
 /// The tiles flash attention uses on `device`: its SRAM per compute unit, its L2 capacity (0 without an L2) and its
 /// compute units, for a FlashAttention version (1, 2 or 3; 3 has FA-2's loop order). Throws NotFound naming the
 /// device when its data has no SRAM per compute unit, InvalidArgument for another version.
@@ -77,11 +89,18 @@ double causal_fraction(const AttentionShape& s);
 ///   across the K/V blocks (read and written once per further block: 4Nd·f·(Tc − 1) each way) — working set dQ
 ///   of ceil(units / Tc) heads.
 /// Matrix products run on matrix units in fmt's compute format (or `matmul`, when given: an engine whose kernels
-/// convert Q, K, V to fp16 for tensor cores while activations are fp32), softmax and elementwise work on vector
-/// units in fmt's.
+/// convert Q, K, V to fp16 for tensor cores while activations are fp32; P·V in `pv_matmul` where given: a kernel
+/// summing it in fp16), softmax and elementwise work on vector units in fmt's.
+/// Instruction issue (flash forward, when `tiles` carries it, see FlashTiles): the kernel issues i(d)
+/// instructions per score element besides its products (the grouped column where a GQA group of an even number of
+/// query heads shares a block: ggml's ncols2 >= 2) (the online softmax among them: no vector FLOPs are added
+/// for it) and runs no faster than the device issues them, while its products take 2d / qk_peak + 2d / pv_peak
+/// per score; the matrix terms' utilization is min(1, products' time / issue time) — a kernel that cannot issue its
+/// instructions as fast as its tensor units multiply (FlashAttention-2's loop on an H100) keeps them busy only
+/// that fraction of the time. The same fraction for every shape: a property of kernel and device.
 OpCost attention(const AttentionShape& shape, const Format& fmt, AttentionKind kind, bool backward = false,
                  const FlashTiles& tiles = {}, const Format* kv = nullptr, double score_bytes = 0,
-                 const DType* matmul = nullptr);
+                 const DType* matmul = nullptr, const DType* pv_matmul = nullptr);
 
 /// One new query token per sequence attending a KV cache of `context` tokens (including itself).
 /// Per sequence: read K and V of the cache (kv_bytes: 2·context·kv_heads·d in kv's format; grouped query heads
