@@ -78,6 +78,7 @@ void register_engine(py::module_& m) {
         .def_readonly("flash_qk_format", &EngineBackend::flash_qk_format)
         .def_readonly("flash_pv_format", &EngineBackend::flash_pv_format)
         .def_readonly("flash_issue_per_score", &EngineBackend::flash_issue_per_score)
+        .def_readonly("flash_attention_head_dims", &EngineBackend::flash_attention_head_dims)
         .def_property_readonly(
             "sources",
             [](const EngineBackend& b) {

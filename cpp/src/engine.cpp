@@ -290,7 +290,7 @@ const std::vector<std::string>& backend_keys() {
             "op_kernels", "prefill_ubatch_tokens", "flash_attention_version", "flash_attention_default",
             "decode_attention_per_query_head",
             "decode_attention_alu_ops_per_mac", "attention_score_bytes", "flash_attention_formats",
-            "flash_attention_issue", "prediction_interval"};
+            "flash_attention_issue", "flash_attention_head_dims", "prediction_interval"};
         k.insert(k.end(), serving_keys().begin(), serving_keys().end());
         return k;
     }();
@@ -346,6 +346,20 @@ void apply_backend(EngineBackend& b, JsonObject o, const nlohmann::json& raw) {
             b.flash_issue_per_score[it.key()] = std::move(table);
         }
         b.sources["flash_attention_issue"] = provenance_of(p);
+        p.finish();
+    }
+    if (o.has("flash_attention_head_dims")) {
+        JsonObject p = o.object("flash_attention_head_dims");
+        const auto& v = p.raw("value");
+        if (!v.is_array()) p.fail("value", "must list head sizes ([]: every head size), got " + v.dump());
+        b.flash_attention_head_dims.clear();
+        for (const auto& x : v) {
+            if (!x.is_number() || std::floor(x.get<double>()) != x.get<double>() || x.get<double>() < 1 || x.get<double>() > 4096 ||
+                (!b.flash_attention_head_dims.empty() && !(x.get<double>() > b.flash_attention_head_dims.back())))
+                p.fail("value", "must list head sizes as ascending integers in 1..4096, got " + v.dump());
+            b.flash_attention_head_dims.push_back(x.get<double>());
+        }
+        b.sources["flash_attention_head_dims"] = provenance_of(p);
         p.finish();
     }
     if (o.has("linear_kernels")) {
@@ -774,6 +788,7 @@ std::string Engine::to_json(int indent) const {
             }
             x["flash_attention_issue"] = prop(b, "flash_attention_issue", by);
         }
+        x["flash_attention_head_dims"] = prop(b, "flash_attention_head_dims", b.flash_attention_head_dims);
         const PredictionInterval& pi = b.interval;
         x["prediction_interval"] = prop(b, "prediction_interval",
                                         nlohmann::ordered_json{{"coverage", pi.coverage},

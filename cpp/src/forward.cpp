@@ -516,6 +516,7 @@ PhaseOptions phase_options(const EngineBackend& e, std::string_view engine_id, c
         if (name == "activation") return std::nullopt;
         return parse_format(name).compute;
     };
+    o.flash_head_dims = e.flash_attention_head_dims;
     o.flash_qk = flash_format(e.flash_qk_format);
     o.flash_pv = flash_format(e.flash_pv_format);
     if (!e.flash_issue_per_score.empty())
@@ -555,6 +556,12 @@ void with_device(PhaseOptions& o, const Device& device) {
     }
     o.compute_units = device.compute_units;
     o.device_family = device.family;
+}
+
+ops::AttentionKind prompt_attention(const PhaseOptions& o, double head_dim) {
+    if (o.attention != ops::AttentionKind::flash || o.flash_head_dims.empty()) return o.attention;
+    const bool fused = std::find(o.flash_head_dims.begin(), o.flash_head_dims.end(), head_dim) != o.flash_head_dims.end();
+    return fused ? ops::AttentionKind::flash : ops::AttentionKind::standard;
 }
 
 OpCost slot_cost(const OpSlot& s, const PhaseOptions& options, double batch, double tokens, double past) {
@@ -614,11 +621,12 @@ OpCost slot_cost(const OpSlot& s, const PhaseOptions& options, double batch, dou
                 // format, once per KV head
                 ops::AttentionShape shape{batch, s.heads, tokens, kv_len, s.head_dim, true, s.kv_heads};
                 // flash attention's two products in the formats of the engine's kernel, the unfused path's both in
-                // attention_format
-                const bool flash = options.attention == ops::AttentionKind::flash;
+                // attention_format; a head size the fused kernel does not take runs the unfused path
+                const ops::AttentionKind kind = prompt_attention(options, s.head_dim);
+                const bool flash = kind == ops::AttentionKind::flash;
                 const std::optional<DType>& qk = flash ? options.flash_qk : options.attention_matmul;
                 const std::optional<DType>& pv = flash ? options.flash_pv : options.attention_matmul;
-                op = ops::attention(shape, act, options.attention, false, options.flash, &options.kv,
+                op = ops::attention(shape, act, kind, false, options.flash, &options.kv,
                                     options.attention_score_bytes, qk ? &*qk : nullptr, pv ? &*pv : nullptr);
             }
             break;
@@ -631,8 +639,9 @@ OpCost slot_cost(const OpSlot& s, const PhaseOptions& options, double batch, dou
         // attention's keys: [decode][flash] (built once: this runs for every micro-batch of every prompt)
         static const std::string attention_keys[2][2] = {{"attention_standard", "attention_flash"},
                                                          {"decode_attention_standard", "decode_attention_flash"}};
+        const ops::AttentionKind kind = tokens == 1 || s.latent > 0 ? options.attention : prompt_attention(options, s.head_dim);
         const std::string& key = s.kind == SlotKind::attention
-                                     ? attention_keys[tokens == 1][options.attention == ops::AttentionKind::flash]
+                                     ? attention_keys[tokens == 1][kind == ops::AttentionKind::flash]
                                      : s.name;
         if (const auto it = options.op_kernels->find(key); it != options.op_kernels->end()) op.launches = it->second;
     }

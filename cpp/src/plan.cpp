@@ -1164,7 +1164,7 @@ MemoryUse EstimatePlan::Impl::memory(double batch, double prompt, double gen, do
     const double step = ubatch > 0 ? std::min(prompt, ubatch) : prompt;  // the tokens of the largest micro-batch
     const double rows = batch * std::max(1.0, step);
     double act = rows * (2 * a.hidden + widest / tp) * act_bytes;
-    if (options.attention == ops::AttentionKind::standard && step > 1)  // S and P of a micro-batch over its context
+    if (prompt_attention(options, a.head_dim) == ops::AttentionKind::standard && step > 1)  // S and P of a micro-batch over its context
         act += batch * (a.n_head / tp) * step * (context + prompt) * act_bytes * 2;
     act += (options.logits_last_token_only ? batch : rows) * a.vocab * 4.0;  // f32 logits
     m.activations = act;

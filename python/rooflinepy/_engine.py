@@ -89,6 +89,8 @@ class EngineBackend:
     flash_issue_per_score: CoreAttribute[Dict[str, List[List[float]]]] = CoreAttribute(
         "device family -> [head_dim, one head per block, GQA group per block] instructions the flash-attention "
         "kernel issues per score besides its products (empty: not counted)")
+    flash_attention_head_dims: CoreAttribute[List[float]] = CoreAttribute(
+        "head sizes whose prompts run the fused flash-attention kernel (empty: every size; others run unfused)")
 
     @property
     def linear_kernels(self) -> List[LinearKernel]:

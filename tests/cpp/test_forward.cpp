@@ -282,3 +282,15 @@ TEST_CASE("expert biases: top_k rows per token; a GGUF's dimensionless one is re
         if (w.name == "blk.0.ffn_up_exps.bias") w.shape.clear();
     CHECK_NOTHROW(forward_slots(m, formats, opt));
 }
+
+TEST_CASE("a prompt of a head size the engine's fused kernel does not take runs the unfused attention") {
+    PhaseOptions o;
+    o.attention = ops::AttentionKind::flash;
+    CHECK(prompt_attention(o, 256) == ops::AttentionKind::flash);  // no list: every head size
+    o.flash_head_dims = {64, 72, 80, 96, 128};                      // mlx's sdpa for prompts
+    CHECK(prompt_attention(o, 128) == ops::AttentionKind::flash);
+    CHECK(prompt_attention(o, 256) == ops::AttentionKind::standard);
+    CHECK(prompt_attention(o, 112) == ops::AttentionKind::standard);
+    o.attention = ops::AttentionKind::standard;
+    CHECK(prompt_attention(o, 128) == ops::AttentionKind::standard);  // flash off stays off
+}

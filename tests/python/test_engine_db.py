@@ -173,6 +173,29 @@ def test_llama_cpp_cuda_f16_weights_multiply_with_f16_sums_at_twice_the_geforce_
     assert ratio("a100-sxm-80gb") == pytest.approx(1.0, rel=0.05)
 
 
+def test_mlx_prompts_of_head_size_256_run_the_unfused_attention():
+    """mlx's sdpa sends prompts of head size 192 and 256 to its unfused path (ScaledDotProductAttention::use_fallback):
+    with flash attention on, a Gemma 3 4B prompt (head size 256) attends exactly as with it off, scores through
+    memory and their buffers counted, while Qwen3 8B (head size 128) runs the fused kernel."""
+    kw = dict(quant="mlx-q4", device="m4-max-40c", engine="mlx", prompt_tokens=2048, gen_tokens=16, context_tokens=8192)
+    def attention(model, fa):
+        e = rp.estimate(model=model, flash_attention=fa, **kw)
+        return e, e.breakdown[(e.breakdown.phase == "prefill") & (e.breakdown.op == "attention")].iloc[0]
+    mlx = next(x for x in rp.engine("mlx").backends if x.backend == "any")
+    assert mlx.flash_attention_head_dims == [64, 72, 80, 96, 128]
+    (on, a_on), (off, a_off) = attention("gemma-3-4b", True), attention("gemma-3-4b", False)
+    assert a_on.bytes == a_off.bytes and a_on.seconds == a_off.seconds
+    assert on.memory["activations"] == off.memory["activations"]
+    assert on.flash_attention  # the engine's choice is reported; the kernel falls back per head size
+    (q_on, b_on), (q_off, b_off) = attention("qwen3-8b", True), attention("qwen3-8b", False)
+    assert b_on.bytes < 0.1 * b_off.bytes
+    assert q_on.memory["activations"] < q_off.memory["activations"]
+    # decode keeps the vector kernel: unaffected by the prompt's fallback
+    d_on = on.breakdown[(on.breakdown.phase == "decode") & (on.breakdown.op == "attention")].iloc[0]
+    d_off = off.breakdown[(off.breakdown.phase == "decode") & (off.breakdown.op == "attention")].iloc[0]
+    assert d_on.bytes < d_off.bytes
+
+
 def test_llama_cpp_vulkan_without_cooperative_matrices_runs_integer_dot_products_on_the_vector_alus():
     """ggml-vulkan enables KHR cooperative matrices on RDNA3+ and Intel Xe2 but not on RDNA2 (no WMMA) or the Arc
     A-series (left out for its regressions): there a prompt's quantized projections run mul_mmq's packed int8 dot

@@ -234,6 +234,10 @@ struct EngineBackend {
     /// many instructions it issues per clock (Device::issue_lanes_per_s) runs the kernel no faster than that issue
     /// allows (ops::attention). Empty: not counted.
     std::map<std::string, std::vector<std::array<double, 3>>> flash_issue_per_score;
+    /// The head sizes whose prompts run the fused flash-attention kernel when flash attention is on; a prompt of
+    /// another head size runs the unfused path (scores through DRAM: mlx's sdpa falls back for 192 and 256).
+    /// Decode is not affected. Empty: every head size.
+    std::vector<double> flash_attention_head_dims;
     /// DRAM bytes per attention score element on the standard (non-flash) path: S and P written and read, through
     /// whatever format conversions the engine's kernels make (0: four passes in the activation format)
     double attention_score_bytes = 0;

@@ -36,6 +36,7 @@ struct PhaseOptions {
     std::optional<DType> flash_qk, flash_pv;     ///< EngineBackend::flash_qk_format / flash_pv_format, when not the activations'
     /// EngineBackend::flash_issue_per_score (shared); with_device() puts the device family's rows in `flash`
     std::shared_ptr<const std::map<std::string, std::vector<std::array<double, 3>>>> flash_issue;
+    std::vector<double> flash_head_dims;         ///< EngineBackend::flash_attention_head_dims (empty: every size)
     Format kv = format_of(DType::fp16);          ///< KV cache
     ops::AttentionKind attention = ops::AttentionKind::standard;
     ops::FlashTiles flash;                       ///< flash attention's on-chip tiles (ops::flash_tiles)
@@ -69,6 +70,9 @@ PhaseOptions phase_options(const EngineBackend& engine, std::string_view engine_
                            int tensor_parallel);
 /// The device's parts: its compute units, and flash attention's tiles sized to its SRAM and L2.
 void with_device(PhaseOptions& options, const Device& device);
+/// How a prompt of `head_dim` attends under `options`: flash where flash attention is on and the engine's fused
+/// kernel takes the head size (EngineBackend::flash_attention_head_dims), else standard.
+ops::AttentionKind prompt_attention(const PhaseOptions& options, double head_dim);
 
 /// How a slot's cost depends on the point (batch, tokens, past) of a forward pass.
 enum class SlotKind : std::uint8_t {

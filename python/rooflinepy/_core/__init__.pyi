@@ -523,6 +523,9 @@ class EngineBackend:
         whether it runs flash attention unless told otherwise
         """
     @property
+    def flash_attention_head_dims(self) -> list[float]:
+        ...
+    @property
     def flash_attention_version(self) -> int:
         ...
     @property
