@@ -79,6 +79,7 @@ void register_engine(py::module_& m) {
         .def_readonly("flash_pv_format", &EngineBackend::flash_pv_format)
         .def_readonly("flash_issue_per_score", &EngineBackend::flash_issue_per_score)
         .def_readonly("flash_attention_head_dims", &EngineBackend::flash_attention_head_dims)
+        .def_readonly("flash_attention_kv_to_f16", &EngineBackend::flash_attention_kv_to_f16)
         .def_property_readonly(
             "sources",
             [](const EngineBackend& b) {

@@ -290,7 +290,7 @@ const std::vector<std::string>& backend_keys() {
             "op_kernels", "prefill_ubatch_tokens", "flash_attention_version", "flash_attention_default",
             "decode_attention_per_query_head",
             "decode_attention_alu_ops_per_mac", "attention_score_bytes", "flash_attention_formats",
-            "flash_attention_issue", "flash_attention_head_dims", "prediction_interval"};
+            "flash_attention_issue", "flash_attention_head_dims", "flash_attention_kv_to_f16", "prediction_interval"};
         k.insert(k.end(), serving_keys().begin(), serving_keys().end());
         return k;
     }();
@@ -362,6 +362,7 @@ void apply_backend(EngineBackend& b, JsonObject o, const nlohmann::json& raw) {
         b.sources["flash_attention_head_dims"] = provenance_of(p);
         p.finish();
     }
+    if (o.has("flash_attention_kv_to_f16")) b.flash_attention_kv_to_f16 = flag_value(o, "flash_attention_kv_to_f16", b);
     if (o.has("linear_kernels")) {
         JsonObject lk = o.object("linear_kernels");
         const auto& list = lk.array("value", true);
@@ -789,6 +790,7 @@ std::string Engine::to_json(int indent) const {
             x["flash_attention_issue"] = prop(b, "flash_attention_issue", by);
         }
         x["flash_attention_head_dims"] = prop(b, "flash_attention_head_dims", b.flash_attention_head_dims);
+        x["flash_attention_kv_to_f16"] = prop(b, "flash_attention_kv_to_f16", b.flash_attention_kv_to_f16);
         const PredictionInterval& pi = b.interval;
         x["prediction_interval"] = prop(b, "prediction_interval",
                                         nlohmann::ordered_json{{"coverage", pi.coverage},

@@ -517,6 +517,7 @@ PhaseOptions phase_options(const EngineBackend& e, std::string_view engine_id, c
         return parse_format(name).compute;
     };
     o.flash_head_dims = e.flash_attention_head_dims;
+    o.flash_kv_to_f16 = e.flash_attention_kv_to_f16;
     o.flash_qk = flash_format(e.flash_qk_format);
     o.flash_pv = flash_format(e.flash_pv_format);
     if (!e.flash_issue_per_score.empty())
@@ -626,8 +627,21 @@ OpCost slot_cost(const OpSlot& s, const PhaseOptions& options, double batch, dou
                 const bool flash = kind == ops::AttentionKind::flash;
                 const std::optional<DType>& qk = flash ? options.flash_qk : options.attention_matmul;
                 const std::optional<DType>& pv = flash ? options.flash_pv : options.attention_matmul;
-                op = ops::attention(shape, act, kind, false, options.flash, &options.kv,
+                // an engine whose kernel reads an f16 copy of a cache stored otherwise: one conversion pass over
+                // every cached position (read in the cache's format, written in f16, K and V a kernel each), then
+                // the kernel's reads in f16
+                static const Format f16 = format_of(DType::fp16);
+                const bool convert = flash && options.flash_kv_to_f16 && options.kv.name != f16.name &&
+                                     !(options.kv.compute == DType::fp16 && options.kv.bits_per_element == 16);
+                op = ops::attention(shape, act, kind, false, options.flash, convert ? &f16 : &options.kv,
                                     options.attention_score_bytes, qk ? &*qk : nullptr, pv ? &*pv : nullptr);
+                if (convert) {
+                    const double kv_heads = s.kv_heads > 0 ? s.kv_heads : s.heads;
+                    op.add_dram(kv_bytes(batch, kv_len, kv_heads, s.head_dim, options.kv),
+                                kv_bytes(batch, kv_len, kv_heads, s.head_dim, f16));
+                    op.add_dequant(options.kv, batch * 2 * kv_len * kv_heads * s.head_dim);
+                    op.launches += 2;
+                }
             }
             break;
         }

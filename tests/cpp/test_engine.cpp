@@ -64,6 +64,7 @@ const char* const kTinyEngine = R"({
       "flash_attention_formats": {"value": {"qk": "attention", "pv": "attention"}, "source": "made up"},
       "flash_attention_issue": {"value": {}, "source": "made up"},
       "flash_attention_head_dims": {"value": [], "source": "made up"},
+      "flash_attention_kv_to_f16": {"value": false, "source": "made up"},
       "prediction_interval": {"value": {"coverage": 0.8, "decode": [0.9, 1.1], "prefill": [0.8, 1.2],
                               "device_families": ["toy"], "weight_formats": ["Q4_0"], "widen": 2}, "source": "made up"}
     }
@@ -114,6 +115,7 @@ const char* const kFullEngine = R"({
       "flash_attention_issue": {"value": {"default": [[64, 30, 20], [128, 40, 25]], "nvidia-hopper": [[128, 45, 30]]},
                                 "source": "s13b"},
       "flash_attention_head_dims": {"value": [64, 128], "source": "s13c"},
+      "flash_attention_kv_to_f16": {"value": true, "source": "s13d"},
       "prediction_interval": {"value": {"coverage": 0.8, "decode": [0.95, 1.05], "prefill": [0.9, 1.15],
                               "device_families": ["apple-m1", "apple-m2"], "weight_formats": ["*"], "widen": 3},
                               "source": "s14"}
@@ -132,7 +134,7 @@ const std::vector<std::string> kProperties = {"kernel_fixed_cost_scale", "activa
                                               "flash_attention_default",
                                               "decode_attention_per_query_head", "decode_attention_alu_ops_per_mac", "attention_score_bytes",
                                               "flash_attention_formats", "flash_attention_issue", "flash_attention_head_dims",
-                                              "prediction_interval"};
+                                              "flash_attention_kv_to_f16", "prediction_interval"};
 
 void check_error(const std::string& text, const std::vector<std::string>& expected, const std::vector<Engine>* bases = nullptr) {
     try {
@@ -175,6 +177,7 @@ void check_same_backend(const EngineBackend& a, const EngineBackend& b) {
     CHECK(a.flash_pv_format == b.flash_pv_format);
     CHECK(a.flash_issue_per_score == b.flash_issue_per_score);
     CHECK(a.flash_attention_head_dims == b.flash_attention_head_dims);
+    CHECK(a.flash_attention_kv_to_f16 == b.flash_attention_kv_to_f16);
     CHECK(a.interval.coverage == b.interval.coverage);
     CHECK(a.interval.decode_lo == b.interval.decode_lo);
     CHECK(a.interval.decode_hi == b.interval.decode_hi);

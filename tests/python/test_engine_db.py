@@ -173,6 +173,25 @@ def test_llama_cpp_cuda_f16_weights_multiply_with_f16_sums_at_twice_the_geforce_
     assert ratio("a100-sxm-80gb") == pytest.approx(1.0, rel=0.05)
 
 
+def test_llama_cpp_cuda_prompts_convert_a_quantized_kv_cache_to_f16_before_flash_attention():
+    """ggml-cuda's tile and mma flash-attention kernels need f16 K/V: a q8_0 cache is converted whole (every cached
+    position) per micro-batch and layer, then read in f16, so a prompt at depth moves more bytes than with an f16
+    cache; Metal's kernel dequantizes in place and moves fewer. Decode's vec kernel reads q8_0 itself."""
+    def attention(dev, kv, phase="prefill"):
+        e = rp.estimate(model="llama-3.1-8b", quant="Q4_0", device=dev, engine="llama.cpp", prompt_tokens=512,
+                        gen_tokens=8, context_tokens=16384, kv_dtype=kv, flash_attention=True)
+        return e.breakdown[(e.breakdown.phase == phase) & (e.breakdown.op == "attention")].iloc[0]
+    f16, q8 = attention("rtx-4090", "f16"), attention("rtx-4090", "q8_0")
+    cache_f16 = 32 * 2 * (16384 + 512) * 8 * 128 * 2  # layers x K,V x positions x KV heads x head size x 2 B
+    # q8_0 (34 bytes per 32) read and f16 written by the conversion, then read as f16 by the kernel
+    assert q8.bytes - f16.bytes == pytest.approx(cache_f16 * (34 / 64 + 1), rel=0.01)
+    assert q8.seconds > f16.seconds
+    assert attention("m4-max-40c", "q8_0").bytes < attention("m4-max-40c", "f16").bytes
+    assert attention("rtx-4090", "q8_0", "decode").bytes < attention("rtx-4090", "f16", "decode").bytes
+    cuda = next(x for x in rp.engine("llama.cpp").backends if x.backend == "cuda")
+    assert cuda.flash_attention_kv_to_f16
+
+
 def test_mlx_prompts_of_head_size_256_run_the_unfused_attention():
     """mlx's sdpa sends prompts of head size 192 and 256 to its unfused path (ScaledDotProductAttention::use_fallback):
     with flash attention on, a Gemma 3 4B prompt (head size 256) attends exactly as with it off, scores through

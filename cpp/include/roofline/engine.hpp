@@ -238,6 +238,10 @@ struct EngineBackend {
     /// another head size runs the unfused path (scores through DRAM: mlx's sdpa falls back for 192 and 256).
     /// Decode is not affected. Empty: every head size.
     std::vector<double> flash_attention_head_dims;
+    /// A prompt's flash attention first converts a K/V cache stored in another format than f16 to an f16 copy
+    /// (every cached position, per micro-batch and layer), which the kernel then reads: ggml-cuda's tile and mma
+    /// kernels. false: the kernel reads the cache in its own format.
+    bool flash_attention_kv_to_f16 = false;
     /// DRAM bytes per attention score element on the standard (non-flash) path: S and P written and read, through
     /// whatever format conversions the engine's kernels make (0: four passes in the activation format)
     double attention_score_bytes = 0;

@@ -526,6 +526,9 @@ class EngineBackend:
     def flash_attention_head_dims(self) -> list[float]:
         ...
     @property
+    def flash_attention_kv_to_f16(self) -> bool:
+        ...
+    @property
     def flash_attention_version(self) -> int:
         ...
     @property
