@@ -547,11 +547,21 @@ void with_device(PhaseOptions& o, const Device& device) {
         if (o.flash_issue && device.issue_lanes_per_s() > 0) {
             auto it = o.flash_issue->find(device.family);
             if (it == o.flash_issue->end()) it = o.flash_issue->find("default");
-            if (it != o.flash_issue->end()) {
+            // the products' rates as evaluate() runs them; a device without units for their formats has no
+            // tensor rate to hold the issue against (the op's own evaluation then names what it lacks)
+            auto rate = [&](const std::optional<DType>& f) {
+                try {
+                    return device.execution_peak(f.value_or(o.activation.compute), Unit::matrix).flops_per_s;
+                } catch (const NotFound&) {
+                    return 0.0;
+                }
+            };
+            const double qk = rate(o.flash_qk), pv = rate(o.flash_pv);
+            if (it != o.flash_issue->end() && qk > 0 && pv > 0) {
                 o.flash.issue_per_score = it->second;
                 o.flash.issue_lanes_per_s = device.issue_lanes_per_s();
-                o.flash.qk_flops_per_s = device.execution_peak(o.flash_qk.value_or(o.activation.compute), Unit::matrix).flops_per_s;
-                o.flash.pv_flops_per_s = device.execution_peak(o.flash_pv.value_or(o.activation.compute), Unit::matrix).flops_per_s;
+                o.flash.qk_flops_per_s = qk;
+                o.flash.pv_flops_per_s = pv;
             }
         }
     }
