@@ -167,6 +167,12 @@ std::string text_value(JsonObject& o, const std::string& key, EngineBackend& b, 
     return v;
 }
 
+// A hardware_db family as engine_db names it (kernel families, by_family, flash_attention_issue): lower-case
+// letters, digits, '.', '_', '-' (the schemas' pattern ^[a-z0-9_.-]+$).
+bool is_family_name(const std::string& s) {
+    return !s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_.-") == std::string::npos;
+}
+
 LinearKernel parse_kernel(JsonObject& k) {
     LinearKernel x;
     x.name = k.nonempty_string("name");
@@ -191,8 +197,7 @@ LinearKernel parse_kernel(JsonObject& k) {
         if (fams.empty()) k.fail("families", "must name at least one hardware_db family (absent: every family)");
         for (std::size_t i = 0; i < fams.size(); ++i) {
             const std::string at = "families[" + std::to_string(i) + "]";
-            if (!fams[i].is_string() || fams[i].get<std::string>().empty() ||
-                fams[i].get<std::string>().find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_.-") != std::string::npos)
+            if (!fams[i].is_string() || !is_family_name(fams[i].get<std::string>()))
                 k.fail(at, "must be a hardware_db family in lower case (letters, digits, '.', '_', '-'), got " + fams[i].dump());
             if (std::find(x.families.begin(), x.families.end(), fams[i].get<std::string>()) != x.families.end())
                 k.fail(at, "names " + fams[i].dump() + " twice");
@@ -219,7 +224,7 @@ LinearKernel parse_kernel(JsonObject& k) {
     x.split_k = k.opt_bool("split_k", true);
     if (auto fams = k.opt_object("by_family")) {
         for (const std::string& family : fams->keys()) {
-            if (family.empty() || to_lower(family) != family)
+            if (!is_family_name(family))
                 fams->fail(family, "must be a hardware_db family in lower case (such as 'amd-rdna3.5')");
             JsonObject f = fams->object(family);
             LinearKernel::FamilyOccupancy o;
@@ -329,7 +334,7 @@ void apply_backend(EngineBackend& b, JsonObject o, const nlohmann::json& raw) {
         b.flash_issue_per_score.clear();
         for (auto it = v.begin(); it != v.end(); ++it) {
             const std::string at = "value." + it.key();
-            if (it.key() != "default" && (it.key().empty() || to_lower(it.key()) != it.key()))
+            if (it.key() != "default" && !is_family_name(it.key()))
                 p.fail(at, "must be \"default\" or a hardware_db family in lower case");
             const auto& rows = *it;
             if (!rows.is_array() || rows.empty()) p.fail(at, "must list [head_dim, one_head, grouped] rows, got " + rows.dump());

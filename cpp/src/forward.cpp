@@ -641,7 +641,7 @@ OpCost slot_cost(const OpSlot& s, const PhaseOptions& options, double batch, dou
                 // every cached position (read in the cache's format, written in f16, K and V a kernel each), then
                 // the kernel's reads in f16
                 static const Format f16 = format_of(DType::fp16);
-                const bool convert = flash && options.flash_kv_to_f16 && options.kv.name != f16.name &&
+                const bool convert = flash && options.flash_kv_to_f16 &&
                                      !(options.kv.compute == DType::fp16 && options.kv.bits_per_element == 16);
                 op = ops::attention(shape, act, kind, false, options.flash, convert ? &f16 : &options.kv,
                                     options.attention_score_bytes, qk ? &*qk : nullptr, pv ? &*pv : nullptr);
