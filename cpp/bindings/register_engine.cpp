@@ -79,7 +79,17 @@ void register_engine(py::module_& m) {
         .def_readonly("flash_pv_format", &EngineBackend::flash_pv_format)
         .def_readonly("flash_issue_per_score", &EngineBackend::flash_issue_per_score)
         .def_readonly("flash_attention_head_dims", &EngineBackend::flash_attention_head_dims)
-        .def_readonly("flash_attention_kv_to_f16", &EngineBackend::flash_attention_kv_to_f16)
+        .def_property_readonly(
+            "flash_attention_kv_to_f16",
+            [](const EngineBackend& b) {
+                py::dict d;
+                d["formats"] = b.flash_attention_kv_to_f16.formats;
+                d["min_queries"] = static_cast<long long>(b.flash_attention_kv_to_f16.min_queries);
+                d["except_families"] = b.flash_attention_kv_to_f16.except_families;
+                return d;
+            },
+            "{'formats': K/V cache formats converted ('*': all but f16), 'min_queries': from this many queries, "
+            "'except_families': device families that read the cache as stored}")
         .def_property_readonly(
             "sources",
             [](const EngineBackend& b) {

@@ -21,6 +21,15 @@ std::string_view all_reduce_name(AllReduce a) {
     return a == AllReduce::ring ? "ring" : a == AllReduce::one_shot ? "one-shot" : "two-shot";
 }
 
+bool KvToF16::converts(const Format& kv, double queries, const std::string& family) const {
+    if (formats.empty() || queries < min_queries) return false;
+    if (std::find(except_families.begin(), except_families.end(), family) != except_families.end()) return false;
+    if (kv.compute == DType::fp16 && kv.bits_per_element == 16) return false;  // already f16
+    if (formats.front() == "*") return true;
+    const std::string name = to_lower(kv.name);
+    return std::find(formats.begin(), formats.end(), name) != formats.end();
+}
+
 const std::vector<std::string>& EngineBackend::op_kernel_names() {
     static const std::vector<std::string> names = {
         "embedding", "rope", "kv_append", "attention_standard", "attention_flash", "decode_attention_standard",
@@ -367,7 +376,48 @@ void apply_backend(EngineBackend& b, JsonObject o, const nlohmann::json& raw) {
         b.sources["flash_attention_head_dims"] = provenance_of(p);
         p.finish();
     }
-    if (o.has("flash_attention_kv_to_f16")) b.flash_attention_kv_to_f16 = flag_value(o, "flash_attention_kv_to_f16", b);
+    if (o.has("flash_attention_kv_to_f16")) {
+        JsonObject p = o.object("flash_attention_kv_to_f16");
+        JsonObject v = p.object("value");
+        KvToF16 k;
+        const auto& formats = v.raw("formats");
+        std::vector<std::string> others;  // the KV cache formats a kernel could convert: all but f16
+        for (const auto& n : kv_format_names())
+            if (n != "f16") others.push_back(n);
+        const std::string allowed =
+            "\"*\" alone (every format but f16) or KV cache formats other than f16 (" + join(others) + "), [] for none";
+        if (!formats.is_array()) v.fail("formats", "must list " + allowed + ", got " + formats.dump());
+        for (const auto& f : formats) {
+            // the cache format's own name (f32 -> fp32), as converts() compares it; "" where not allowed
+            std::string name = f.is_string() ? to_lower(f.get<std::string>()) : "";
+            if (name == "*") {
+                if (formats.size() != 1) name.clear();
+            } else if (!name.empty()) {
+                try {
+                    const Format kv = parse_kv_format(name);
+                    name = kv.compute == DType::fp16 && kv.bits_per_element == 16 ? "" : to_lower(kv.name);
+                } catch (const NotFound&) {
+                    name.clear();
+                }
+            }
+            if (name.empty()) v.fail("formats", "must list " + allowed + ", got " + formats.dump());
+            k.formats.push_back(name);
+        }
+        k.min_queries = static_cast<double>(v.integer("min_queries", 1, 65536));
+        if (v.has("except_families")) {
+            const auto& fams = v.raw("except_families");
+            if (!fams.is_array()) v.fail("except_families", "must list hardware_db families, got " + fams.dump());
+            for (const auto& f : fams) {
+                if (!f.is_string() || !is_family_name(f.get<std::string>()))
+                    v.fail("except_families", "must list hardware_db families in lower case, got " + fams.dump());
+                k.except_families.push_back(f.get<std::string>());
+            }
+        }
+        v.finish();
+        b.flash_attention_kv_to_f16 = std::move(k);
+        b.sources["flash_attention_kv_to_f16"] = provenance_of(p);
+        p.finish();
+    }
     if (o.has("linear_kernels")) {
         JsonObject lk = o.object("linear_kernels");
         const auto& list = lk.array("value", true);
@@ -795,7 +845,11 @@ std::string Engine::to_json(int indent) const {
             x["flash_attention_issue"] = prop(b, "flash_attention_issue", by);
         }
         x["flash_attention_head_dims"] = prop(b, "flash_attention_head_dims", b.flash_attention_head_dims);
-        x["flash_attention_kv_to_f16"] = prop(b, "flash_attention_kv_to_f16", b.flash_attention_kv_to_f16);
+        x["flash_attention_kv_to_f16"] =
+            prop(b, "flash_attention_kv_to_f16",
+                 nlohmann::ordered_json{{"formats", b.flash_attention_kv_to_f16.formats},
+                                        {"min_queries", static_cast<long long>(b.flash_attention_kv_to_f16.min_queries)},
+                                        {"except_families", b.flash_attention_kv_to_f16.except_families}});
         const PredictionInterval& pi = b.interval;
         x["prediction_interval"] = prop(b, "prediction_interval",
                                         nlohmann::ordered_json{{"coverage", pi.coverage},

@@ -579,6 +579,7 @@ OpCost slot_cost(const OpSlot& s, const PhaseOptions& options, double batch, dou
     const Format& act = options.activation;
     const double rows = slot_rows(s, batch, tokens);
     OpCost op;
+    double conversion_launches = 0;  // kernels converting the K/V cache before attention
     switch (s.kind) {
         case SlotKind::rows: {
             const double x = rows * s.scale;
@@ -641,8 +642,7 @@ OpCost slot_cost(const OpSlot& s, const PhaseOptions& options, double batch, dou
                 // every cached position (read in the cache's format, written in f16, K and V a kernel each), then
                 // the kernel's reads in f16
                 static const Format f16 = format_of(DType::fp16);
-                const bool convert = flash && options.flash_kv_to_f16 &&
-                                     !(options.kv.compute == DType::fp16 && options.kv.bits_per_element == 16);
+                const bool convert = flash && options.flash_kv_to_f16.converts(options.kv, tokens, options.device_family);
                 op = ops::attention(shape, act, kind, false, options.flash, convert ? &f16 : &options.kv,
                                     options.attention_score_bytes, qk ? &*qk : nullptr, pv ? &*pv : nullptr);
                 if (convert) {
@@ -650,7 +650,7 @@ OpCost slot_cost(const OpSlot& s, const PhaseOptions& options, double batch, dou
                     op.add_dram(kv_bytes(batch, kv_len, kv_heads, s.head_dim, options.kv),
                                 kv_bytes(batch, kv_len, kv_heads, s.head_dim, f16));
                     op.add_dequant(options.kv, batch * 2 * kv_len * kv_heads * s.head_dim);
-                    op.launches += 2;
+                    conversion_launches = 2;  // K's and V's, beside the attention kernels op_kernels counts
                 }
             }
             break;
@@ -669,6 +669,7 @@ OpCost slot_cost(const OpSlot& s, const PhaseOptions& options, double batch, dou
                                      : s.name;
         if (const auto it = options.op_kernels->find(key); it != options.op_kernels->end()) op.launches = it->second;
     }
+    op.launches += conversion_launches;
     if (merged_away(s, rows)) op.launches = 0;  // inside the kernel of the mat-vec before it
     return op;
 }

@@ -91,8 +91,10 @@ class EngineBackend:
         "kernel issues per score besides its products (empty: not counted)")
     flash_attention_head_dims: CoreAttribute[List[float]] = CoreAttribute(
         "head sizes whose prompts run the fused flash-attention kernel (empty: every size; others run unfused)")
-    flash_attention_kv_to_f16: CoreAttribute[bool] = CoreAttribute(
-        "a prompt's flash attention converts a non-f16 K/V cache to an f16 copy first")
+    flash_attention_kv_to_f16: CoreAttribute[Dict[str, Any]] = CoreAttribute(
+        "K/V cache formats a prompt's flash attention converts to an f16 copy first ({'formats': [...] ('*': every "
+        "format but f16; []: none), 'min_queries': from this many queries per sequence, 'except_families': device "
+        "families whose kernels read it as stored})")
 
     @property
     def linear_kernels(self) -> List[LinearKernel]:

@@ -6,6 +6,7 @@
 #include "roofline/errors.hpp"
 #include "roofline/format.hpp"
 #include "roofline/forward.hpp"
+#include "roofline/kv_cache.hpp"
 #include "roofline/ops/attention.hpp"
 #include "test_helpers.hpp"
 
@@ -64,7 +65,7 @@ const char* const kTinyEngine = R"({
       "flash_attention_formats": {"value": {"qk": "attention", "pv": "attention"}, "source": "made up"},
       "flash_attention_issue": {"value": {}, "source": "made up"},
       "flash_attention_head_dims": {"value": [], "source": "made up"},
-      "flash_attention_kv_to_f16": {"value": false, "source": "made up"},
+      "flash_attention_kv_to_f16": {"value": {"formats": [], "min_queries": 1}, "source": "made up"},
       "prediction_interval": {"value": {"coverage": 0.8, "decode": [0.9, 1.1], "prefill": [0.8, 1.2],
                               "device_families": ["toy"], "weight_formats": ["Q4_0"], "widen": 2}, "source": "made up"}
     }
@@ -115,7 +116,8 @@ const char* const kFullEngine = R"({
       "flash_attention_issue": {"value": {"default": [[64, 30, 20], [128, 40, 25]], "nvidia-hopper": [[128, 45, 30]]},
                                 "source": "s13b"},
       "flash_attention_head_dims": {"value": [64, 128], "source": "s13c"},
-      "flash_attention_kv_to_f16": {"value": true, "source": "s13d"},
+      "flash_attention_kv_to_f16": {"value": {"formats": ["q8_0", "f32"], "min_queries": 32,
+                                             "except_families": ["nvidia-ada"]}, "source": "s13d"},
       "prediction_interval": {"value": {"coverage": 0.8, "decode": [0.95, 1.05], "prefill": [0.9, 1.15],
                               "device_families": ["apple-m1", "apple-m2"], "weight_formats": ["*"], "widen": 3},
                               "source": "s14"}
@@ -420,6 +422,23 @@ TEST_CASE("parse_engine: errors name the origin and the field path") {
                     {"backends.any.flash_attention_head_dims", "ascending integers"});
         check_error(with(kTinyEngine, dims, R"("flash_attention_head_dims": {"value": 128, "source": "made up"})"),
                     {"backends.any.flash_attention_head_dims", "must list head sizes"});
+        const std::string kv = R"("flash_attention_kv_to_f16": {"value": {"formats": [], "min_queries": 1}, "source": "made up"})";
+        check_error(with(kTinyEngine, kv, R"("flash_attention_kv_to_f16": {"value": true, "source": "made up"})"),
+                    {"backends.any.flash_attention_kv_to_f16.value", "object"});
+        check_error(with(kTinyEngine, kv, R"("flash_attention_kv_to_f16": {"value": {"formats": ["q3_k"], "min_queries": 1}, "source": "made up"})"),
+                    {"backends.any.flash_attention_kv_to_f16.value.formats", "q8_0", "q3_k"});
+        check_error(with(kTinyEngine, kv, R"("flash_attention_kv_to_f16": {"value": {"formats": ["f16"], "min_queries": 1}, "source": "made up"})"),
+                    {"backends.any.flash_attention_kv_to_f16.value.formats", "other than f16"});
+        check_error(with(kTinyEngine, kv, R"("flash_attention_kv_to_f16": {"value": {"formats": ["*", "q8_0"], "min_queries": 1}, "source": "made up"})"),
+                    {"backends.any.flash_attention_kv_to_f16.value.formats", "alone"});
+        check_error(with(kTinyEngine, kv, R"("flash_attention_kv_to_f16": {"value": {"formats": ["*"], "min_queries": 0}, "source": "made up"})"),
+                    {"backends.any.flash_attention_kv_to_f16.value.min_queries"});
+        check_error(with(kTinyEngine, kv, R"("flash_attention_kv_to_f16": {"value": {"formats": ["*"]}, "source": "made up"})"),
+                    {"backends.any.flash_attention_kv_to_f16.value.min_queries"});
+        check_error(with(kTinyEngine, kv, R"("flash_attention_kv_to_f16": {"value": {"formats": ["*"], "min_queries": 2, "except_families": ["NVIDIA-Ada"]}, "source": "made up"})"),
+                    {"backends.any.flash_attention_kv_to_f16.value.except_families", "lower case"});
+        check_error(with(kTinyEngine, kv, R"("flash_attention_kv_to_f16": {"value": {"formats": ["*"], "min_queries": 2, "families": []}, "source": "made up"})"),
+                    {"backends.any.flash_attention_kv_to_f16.value", "families"});
     }
     SUBCASE("families: a non-empty array of lower-case names") {
         check_error(with(kTinyEngine, R"("unit": "vector")", R"("families": [], "unit": "vector")"),
@@ -664,6 +683,40 @@ TEST_CASE("llama.cpp on CUDA: f16 sums where ggml asks cuBLAS and the mma for th
         CHECK(o.flash_issue_per_score.empty());
     }
     CHECK(engine_db().get("vllm").backend("cuda").flash_issue_per_score.empty());
+}
+
+TEST_CASE("llama.cpp's prompt flash attention converts a K/V cache to f16 where each backend's source does") {
+    const Engine& e = engine_db().get("llama.cpp");
+    const Format q8 = parse_kv_format("q8_0"), q4 = parse_kv_format("q4_0"), bf16 = parse_kv_format("bf16"),
+                 f16 = parse_kv_format("f16"), f32 = parse_kv_format("f32");
+    // CUDA (and its HIP build): every cache but f16, from 3 queries (below them the vec kernel reads it as stored)
+    for (const char* backend : {"cuda", "rocm"}) {
+        CAPTURE(backend);
+        const KvToF16& k = e.backend(backend).flash_attention_kv_to_f16;
+        CHECK(k.converts(q8, 512, "nvidia-ada"));
+        CHECK(k.converts(bf16, 512, "amd-rdna3"));
+        CHECK(k.converts(q4, 3, "nvidia-ada"));
+        CHECK_FALSE(k.converts(q4, 2, "nvidia-ada"));
+        CHECK_FALSE(k.converts(f16, 512, "nvidia-ada"));
+    }
+    // Metal: the legacy quants from 32 queries; bf16 and f32 caches read as stored
+    const KvToF16& metal = e.backend("metal").flash_attention_kv_to_f16;
+    CHECK(metal.converts(q8, 32, "apple-m4"));
+    CHECK(metal.converts(q4, 512, "apple-m4"));
+    CHECK_FALSE(metal.converts(q8, 31, "apple-m4"));
+    CHECK_FALSE(metal.converts(bf16, 512, "apple-m4"));
+    CHECK_FALSE(metal.converts(f32, 512, "apple-m4"));
+    // Vulkan: q8_0 from 64 queries, except where cooperative_matrix2 (NVIDIA) or Intel Xe1 read it in the shader
+    const KvToF16& vulkan = e.backend("vulkan").flash_attention_kv_to_f16;
+    CHECK(vulkan.converts(q8, 64, "amd-rdna3"));
+    CHECK(vulkan.converts(q8, 512, "intel-xe2-hpg"));
+    CHECK_FALSE(vulkan.converts(q8, 63, "amd-rdna3"));
+    CHECK_FALSE(vulkan.converts(q4, 512, "amd-rdna3"));
+    CHECK_FALSE(vulkan.converts(q8, 512, "nvidia-ada"));
+    CHECK_FALSE(vulkan.converts(q8, 512, "intel-xe-hpg"));
+    // the CPU backend and mlx read every cache as stored
+    CHECK_FALSE(e.backend("cpu").flash_attention_kv_to_f16.converts(q8, 512, ""));
+    CHECK_FALSE(engine_db().get("mlx").backend("any").flash_attention_kv_to_f16.converts(q8, 512, "apple-m4"));
 }
 
 TEST_CASE("llama.cpp on ROCm: the CUDA backend's kernels built for HIP, with each RDNA generation's MMQ thresholds") {

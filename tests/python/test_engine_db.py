@@ -173,23 +173,40 @@ def test_llama_cpp_cuda_f16_weights_multiply_with_f16_sums_at_twice_the_geforce_
     assert ratio("a100-sxm-80gb") == pytest.approx(1.0, rel=0.05)
 
 
-def test_llama_cpp_cuda_prompts_convert_a_quantized_kv_cache_to_f16_before_flash_attention():
+def test_llama_cpp_prompts_convert_a_quantized_kv_cache_to_f16_before_flash_attention_where_the_backend_does():
     """ggml-cuda's tile and mma flash-attention kernels need f16 K/V: a q8_0 cache is converted whole (every cached
     position) per micro-batch and layer, then read in f16, so a prompt at depth moves more bytes than with an f16
-    cache; Metal's kernel dequantizes in place and moves fewer. Decode's vec kernel reads q8_0 itself."""
-    def attention(dev, kv, phase="prefill"):
-        e = rp.estimate(model="llama-3.1-8b", quant="Q4_0", device=dev, engine="llama.cpp", prompt_tokens=512,
+    cache. ggml-metal does the same for legacy quants from 32 queries (below, its kernels read q8_0 in place),
+    ggml-vulkan for q8_0 from 64 queries except with NVIDIA's cooperative_matrix2 (and on Intel Xe1). Decode's vec
+    kernels read q8_0 themselves."""
+    def attention(dev, kv, phase="prefill", engine="llama.cpp", prompt=512):
+        e = rp.estimate(model="llama-3.1-8b", quant="Q4_0", device=dev, engine=engine, prompt_tokens=prompt,
                         gen_tokens=8, context_tokens=16384, kv_dtype=kv, flash_attention=True)
         return e.breakdown[(e.breakdown.phase == phase) & (e.breakdown.op == "attention")].iloc[0]
-    f16, q8 = attention("rtx-4090", "f16"), attention("rtx-4090", "q8_0")
     cache_f16 = 32 * 2 * (16384 + 512) * 8 * 128 * 2  # layers x K,V x positions x KV heads x head size x 2 B
     # q8_0 (34 bytes per 32) read and f16 written by the conversion, then read as f16 by the kernel
-    assert q8.bytes - f16.bytes == pytest.approx(cache_f16 * (34 / 64 + 1), rel=0.01)
-    assert q8.seconds > f16.seconds
-    assert attention("m4-max-40c", "q8_0").bytes < attention("m4-max-40c", "f16").bytes
+    converted = cache_f16 * (34 / 64 + 1)
+    for dev, engine in [("rtx-4090", "llama.cpp"), ("m4-max-40c", "llama.cpp"), ("rx-7900-xtx", "llama.cpp-vulkan"),
+                        ("arc-b580", "llama.cpp-vulkan")]:
+        f16, q8 = attention(dev, "f16", engine=engine), attention(dev, "q8_0", engine=engine)
+        assert q8.bytes - f16.bytes == pytest.approx(converted, rel=0.01), (dev, engine)
+        assert q8.seconds >= f16.seconds
+    # read as stored: Vulkan on NVIDIA (coopmat2) and Intel Xe1, Metal's bf16 cache and its prompts under 32 queries
+    for dev, engine, kv, prompt in [("rtx-4090", "llama.cpp-vulkan", "q8_0", 512),
+                                    ("arc-a770", "llama.cpp-vulkan", "q8_0", 512),
+                                    ("m4-max-40c", "llama.cpp", "q8_0", 16),
+                                    ("m4-max-40c", "llama.cpp", "q4_0", 16),
+                                    ("rx-7900-xtx", "llama.cpp-vulkan", "q4_0", 512)]:
+        f16, kvx = attention(dev, "f16", engine=engine, prompt=prompt), attention(dev, kv, engine=engine, prompt=prompt)
+        assert kvx.bytes < f16.bytes, (dev, engine, kv, prompt)
+    assert attention("m4-max-40c", "bf16").bytes == pytest.approx(attention("m4-max-40c", "f16").bytes)
+    assert attention("rtx-4090", "bf16").bytes == pytest.approx(attention("rtx-4090", "f16").bytes + cache_f16 * 2,
+                                                                rel=0.01)
     assert attention("rtx-4090", "q8_0", "decode").bytes < attention("rtx-4090", "f16", "decode").bytes
-    cuda = next(x for x in rp.engine("llama.cpp").backends if x.backend == "cuda")
-    assert cuda.flash_attention_kv_to_f16
+    backends = {b.backend: b.flash_attention_kv_to_f16 for b in rp.engine("llama.cpp").backends}
+    assert backends["cuda"] == {"formats": ["*"], "min_queries": 3, "except_families": []}
+    assert backends["metal"]["formats"] == ["q4_0", "q4_1", "q5_0", "q5_1", "q8_0"]
+    assert backends["any"]["formats"] == []  # the CPU backend reads every cache as stored
 
 
 def test_mlx_prompts_of_head_size_256_run_the_unfused_attention():

@@ -132,6 +132,22 @@ struct LinearKernel {
 /// predicted ratios of its cross-validated corpus points (calibration/fit_defaults.py), per phase, with what the
 /// corpus covered. Outside it (another device family, another weight format) the interval is widened `widen`-fold
 /// in log space on each side (lo^widen, hi^widen) per thing not covered.
+/// Which K/V caches an engine's prompt flash attention converts to f16 before its kernel runs.
+struct KvToF16 {
+    /// KV cache format names (kv_format_names()); "*": every format but f16; empty: none.
+    std::vector<std::string> formats;
+    /// Queries per sequence in a micro-batch from which the converting kernel runs (fewer: a kernel that reads the
+    /// cache as stored).
+    double min_queries = 0;
+    /// hardware_db families whose kernels read the cache as stored however many queries (another kernel path there)
+    std::vector<std::string> except_families;
+    /// Whether a prompt of `queries` tokens per sequence on a device of `family` converts a cache stored in `kv`.
+    bool converts(const Format& kv, double queries, const std::string& family) const;
+    bool operator==(const KvToF16& o) const {
+        return formats == o.formats && min_queries == o.min_queries && except_families == o.except_families;
+    }
+};
+
 struct PredictionInterval {
     double coverage = 0.8;
     double decode_lo = 1, decode_hi = 1, prefill_lo = 1, prefill_hi = 1;  ///< ratios measured / predicted
@@ -238,10 +254,10 @@ struct EngineBackend {
     /// another head size runs the unfused path (scores through DRAM: mlx's sdpa falls back for 192 and 256).
     /// Decode is not affected. Empty: every head size.
     std::vector<double> flash_attention_head_dims;
-    /// A prompt's flash attention first converts a K/V cache stored in another format than f16 to an f16 copy
-    /// (every cached position, per micro-batch and layer), which the kernel then reads: ggml-cuda's tile and mma
-    /// kernels. false: the kernel reads the cache in its own format.
-    bool flash_attention_kv_to_f16 = false;
+    /// The K/V cache formats a prompt's flash attention first converts to an f16 copy (every cached position, per
+    /// micro-batch and layer), which the kernel then reads (ggml-cuda's tile and mma kernels, ggml-metal's kernel
+    /// for legacy quants); a cache of another format is read as stored.
+    KvToF16 flash_attention_kv_to_f16;
     /// DRAM bytes per attention score element on the standard (non-flash) path: S and P written and read, through
     /// whatever format conversions the engine's kernels make (0: four passes in the activation format)
     double attention_score_bytes = 0;

@@ -526,8 +526,10 @@ class EngineBackend:
     def flash_attention_head_dims(self) -> list[float]:
         ...
     @property
-    def flash_attention_kv_to_f16(self) -> bool:
-        ...
+    def flash_attention_kv_to_f16(self) -> dict:
+        """
+        {'formats': K/V cache formats converted ('*': all but f16), 'min_queries': from this many queries, 'except_families': device families that read the cache as stored}
+        """
     @property
     def flash_attention_version(self) -> int:
         ...
