@@ -127,11 +127,6 @@ struct LinearKernel {
     KernelOccupancy occupancy_on(const std::string& family) const;
 };
 
-/// An engine on one backend, every property resolved: what the estimator reads.
-/// How far measurements fall from an engine backend's estimates: the central `coverage` share of measured /
-/// predicted ratios of its cross-validated corpus points (calibration/fit_defaults.py), per phase, with what the
-/// corpus covered. Outside it (another device family, another weight format) the interval is widened `widen`-fold
-/// in log space on each side (lo^widen, hi^widen) per thing not covered.
 /// Which K/V caches an engine's prompt flash attention converts to f16 before its kernel runs.
 struct KvToF16 {
     /// KV cache format names (kv_format_names()); "*": every format but f16; empty: none.
@@ -148,6 +143,10 @@ struct KvToF16 {
     }
 };
 
+/// How far measurements fall from an engine backend's estimates: the central `coverage` share of measured /
+/// predicted ratios of its cross-validated corpus points (calibration/fit_defaults.py), per phase, with what the
+/// corpus covered. Outside it (another device family, another weight format) the interval is widened `widen`-fold
+/// in log space on each side (lo^widen, hi^widen) per thing not covered.
 struct PredictionInterval {
     double coverage = 0.8;
     double decode_lo = 1, decode_hi = 1, prefill_lo = 1, prefill_hi = 1;  ///< ratios measured / predicted
@@ -191,6 +190,7 @@ struct ServingPolicy {
     std::string kv_dtype_for(const std::string& quant, const std::string& activation_format) const;
 };
 
+/// An engine on one backend, every property resolved: what the estimator reads.
 struct EngineBackend {
     std::string backend = "any";             ///< "any", "cuda", "rocm", "metal", "vulkan", "cpu"
     double kernel_fixed_cost_scale = 1.0;    ///< × the device's fixed cost per kernel
@@ -255,8 +255,8 @@ struct EngineBackend {
     /// Decode is not affected. Empty: every head size.
     std::vector<double> flash_attention_head_dims;
     /// The K/V cache formats a prompt's flash attention first converts to an f16 copy (every cached position, per
-    /// micro-batch and layer), which the kernel then reads (ggml-cuda's tile and mma kernels, ggml-metal's kernel
-    /// for legacy quants); a cache of another format is read as stored.
+    /// micro-batch and layer), which the kernel then reads (ggml-cuda's tile and mma kernels, ggml-metal's for
+    /// legacy quants, ggml-vulkan's for q8_0); a cache of another format is read as stored.
     KvToF16 flash_attention_kv_to_f16;
     /// DRAM bytes per attention score element on the standard (non-flash) path: S and P written and read, through
     /// whatever format conversions the engine's kernels make (0: four passes in the activation format)
