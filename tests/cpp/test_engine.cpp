@@ -676,12 +676,19 @@ TEST_CASE("llama.cpp on CUDA: f16 sums where ggml asks cuBLAS and the mma for th
     CHECK(f16.back().compute == "fp16_acc16");
     CHECK(bf16.back().compute == "fp16");
     // other backends and engines keep both products in attention_format and count nothing
-    for (const char* backend : {"metal", "rocm", "vulkan", "cpu"}) {
+    for (const char* backend : {"rocm", "vulkan", "cpu"}) {
         CAPTURE(backend);
         const EngineBackend& o = engine_db().get("llama.cpp").backend(backend);
         CHECK(o.flash_qk_format == "attention");
         CHECK(o.flash_issue_per_score.empty());
     }
+    // Metal: the unfused products run kernel_mul_mm (fp16 tiles: the tensor API on M5), flash attention's simdgroup
+    // matrices on the ALUs (their fp32 rate, which fp16 shares there)
+    const EngineBackend& metal = engine_db().get("llama.cpp").backend("metal");
+    CHECK(metal.attention_format == "fp16");
+    CHECK(metal.flash_qk_format == "fp32");
+    CHECK(metal.flash_pv_format == "fp32");
+    CHECK(metal.flash_issue_per_score.empty());
     CHECK(engine_db().get("vllm").backend("cuda").flash_issue_per_score.empty());
 }
 

@@ -209,6 +209,23 @@ def test_llama_cpp_prompts_convert_a_quantized_kv_cache_to_f16_before_flash_atte
     assert backends["any"]["formats"] == []  # the CPU backend reads every cache as stored
 
 
+def test_llama_cpp_metal_unfused_attention_reaches_the_m5_neural_accelerators_and_flash_attention_does_not():
+    """ggml-metal runs the unfused KQ / KQV products through kernel_mul_mm, which uses the Metal 4 tensor API (the
+    per-core neural accelerators) on M5 GPUs, while kernel_flash_attn_ext multiplies simdgroup matrices on the ALUs:
+    on an M5 Max the unfused products run at the fp16 matrix rate, flash attention at the ALUs'; on an M4 Max, whose
+    simdgroup matrices are the ALUs either way, both at one rate."""
+    def attention(dev, fa):
+        e = rp.estimate(model="llama-3.1-8b", quant="Q4_0", device=dev, engine="llama.cpp", prompt_tokens=512,
+                        gen_tokens=1, context_tokens=16384, flash_attention=fa)
+        return e.breakdown[(e.breakdown.phase == "prefill") & (e.breakdown.op == "attention")].iloc[0]
+    alu = rp.device("m5-max-40c").peak_flops("fp32")
+    flash, unfused = attention("m5-max-40c", True), attention("m5-max-40c", False)
+    assert flash.flops_per_s <= alu * 1.0001
+    assert unfused.flops_per_s > 1.05 * flash.flops_per_s
+    m4_flash, m4_unfused = attention("m4-max-40c", True), attention("m4-max-40c", False)
+    assert m4_unfused.flops_per_s == pytest.approx(m4_flash.flops_per_s, rel=0.01)
+
+
 def test_mlx_prompts_of_head_size_256_run_the_unfused_attention():
     """mlx's sdpa sends prompts of head size 192 and 256 to its unfused path (ScaledDotProductAttention::use_fallback):
     with flash attention on, a Gemma 3 4B prompt (head size 256) attends exactly as with it off, scores through
