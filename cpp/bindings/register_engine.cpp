@@ -60,7 +60,9 @@ void register_engine(py::module_& m) {
         .def_readonly("fused_qkv", &EngineBackend::fused_qkv)
         .def_readonly("matvec_fused_bias", &EngineBackend::matvec_fused_bias)
         .def_readonly("matvec_fused_glu", &EngineBackend::matvec_fused_glu)
-        .def_readonly("attention_format", &EngineBackend::attention_format)
+        .def_readonly("attention_format", &EngineBackend::attention_format,
+                      "format of the unfused attention's Q·Kᵀ ('activation': the activation format)")
+        .def_readonly("attention_pv_format", &EngineBackend::attention_pv_format, "format of its P·V")
         .def_readonly("logits_last_token_only", &EngineBackend::logits_last_token_only)
         .def_readonly("runtime_overhead_bytes", &EngineBackend::runtime_overhead_bytes)
         .def_property_readonly("all_reduce", [](const EngineBackend& b) { return std::string(all_reduce_name(b.all_reduce)); })

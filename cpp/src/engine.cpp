@@ -321,9 +321,19 @@ void apply_backend(EngineBackend& b, JsonObject o, const nlohmann::json& raw) {
         static const std::vector<std::string> formats = {"fp32", "fp16", "bf16"};
         b.activation_format = text_value(o, "activation_format", b, &formats);
     }
-    if (o.has("attention_format")) {
-        static const std::vector<std::string> formats = {"activation", "fp32", "fp16", "bf16", "fp16_acc16"};
-        b.attention_format = text_value(o, "attention_format", b, &formats);
+    if (o.has("attention_format")) {  // one format for both products, or {"qk": ..., "pv": ...}
+        static const std::vector<std::string> formats = {"activation", "fp32", "tf32", "fp16", "bf16", "fp16_acc16"};
+        JsonObject p = o.object("attention_format");
+        if (p.raw("value").is_object()) {
+            JsonObject v = p.object("value");
+            b.attention_format = v.choice("qk", formats);
+            b.attention_pv_format = v.choice("pv", formats);
+            v.finish();
+        } else {
+            b.attention_format = b.attention_pv_format = p.choice("value", formats);
+        }
+        b.sources["attention_format"] = provenance_of(p);
+        p.finish();
     }
     if (o.has("flash_attention_formats")) {
         static const std::vector<std::string> formats = {"attention", "activation", "fp32", "fp16", "bf16", "fp16_acc16"};
@@ -757,7 +767,10 @@ std::string Engine::to_json(int indent) const {
         nlohmann::ordered_json x;
         x["kernel_fixed_cost_scale"] = prop(b, "kernel_fixed_cost_scale", b.kernel_fixed_cost_scale);
         x["activation_format"] = prop(b, "activation_format", b.activation_format);
-        x["attention_format"] = prop(b, "attention_format", b.attention_format);
+        x["attention_format"] =
+            b.attention_format == b.attention_pv_format
+                ? prop(b, "attention_format", b.attention_format)
+                : prop(b, "attention_format", nlohmann::ordered_json{{"qk", b.attention_format}, {"pv", b.attention_pv_format}});
         nlohmann::ordered_json ks = nlohmann::ordered_json::array();
         for (const auto& k : b.linear_kernels) {
             nlohmann::ordered_json kj{{"name", k.name}, {"weights", k.weights}};

@@ -510,16 +510,20 @@ std::shared_ptr<const std::map<std::string, double>> PhaseOptions::default_op_ke
 PhaseOptions phase_options(const EngineBackend& e, std::string_view engine_id, const Format& kv, bool flash, int tp) {
     PhaseOptions o;
     o.activation = parse_format(e.activation_format);
-    if (e.attention_format != "activation") o.attention_matmul = parse_format(e.attention_format).compute;
-    auto flash_format = [&](const std::string& name) -> std::optional<DType> {
-        if (name == "attention") return o.attention_matmul;
+    auto format = [](const std::string& name) -> std::optional<DType> {
         if (name == "activation") return std::nullopt;
         return parse_format(name).compute;
     };
+    o.attention_matmul = format(e.attention_format);
+    o.attention_pv_matmul = format(e.attention_pv_format);
+    // "attention": the unfused path's format of the same product
+    auto flash_format = [&](const std::string& name, const std::optional<DType>& unfused) {
+        return name == "attention" ? unfused : format(name);
+    };
     o.flash_head_dims = e.flash_attention_head_dims;
     o.flash_kv_to_f16 = e.flash_attention_kv_to_f16;
-    o.flash_qk = flash_format(e.flash_qk_format);
-    o.flash_pv = flash_format(e.flash_pv_format);
+    o.flash_qk = flash_format(e.flash_qk_format, o.attention_matmul);
+    o.flash_pv = flash_format(e.flash_pv_format, o.attention_pv_matmul);
     if (!e.flash_issue_per_score.empty())
         o.flash_issue = std::make_shared<const std::map<std::string, std::vector<std::array<double, 3>>>>(e.flash_issue_per_score);
     o.kv = kv;
@@ -637,7 +641,7 @@ OpCost slot_cost(const OpSlot& s, const PhaseOptions& options, double batch, dou
                 const ops::AttentionKind kind = prompt_attention(options, s.head_dim);
                 const bool flash = kind == ops::AttentionKind::flash;
                 const std::optional<DType>& qk = flash ? options.flash_qk : options.attention_matmul;
-                const std::optional<DType>& pv = flash ? options.flash_pv : options.attention_matmul;
+                const std::optional<DType>& pv = flash ? options.flash_pv : options.attention_pv_matmul;
                 // an engine whose kernel reads an f16 copy of a cache stored otherwise: one conversion pass over
                 // every cached position (read in the cache's format, written in f16, K and V a kernel each), then
                 // the kernel's reads in f16

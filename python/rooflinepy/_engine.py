@@ -66,7 +66,8 @@ class EngineBackend:
     matvec_fused_bias: CoreAttribute[bool] = CoreAttribute("a mat-vec of one row applies the add after it (bias or residual)")
     matvec_fused_glu: CoreAttribute[bool] = CoreAttribute("the gate and up mat-vecs of one row apply their GLU")
     attention_format: CoreAttribute[str] = CoreAttribute(
-        "format of attention's matrix products ('activation': the activation format)")
+        "format of the unfused attention's Q·Kᵀ product ('activation': the activation format)")
+    attention_pv_format: CoreAttribute[str] = CoreAttribute("format of the unfused attention's P·V product")
     logits_last_token_only: CoreAttribute[bool] = CoreAttribute("prefill computes the logits of the last token only")
     runtime_overhead_bytes: CoreAttribute[float] = CoreAttribute("the runtime's own memory [B]")
     all_reduce: CoreAttribute[str] = CoreAttribute("tensor-parallel all-reduce algorithm ('ring', 'one-shot' ...)")

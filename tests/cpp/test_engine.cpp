@@ -80,7 +80,7 @@ const char* const kFullEngine = R"({
     "any": {
       "kernel_fixed_cost_scale": {"value": 1.5, "source": "s1"},
       "activation_format": {"value": "fp32", "source": "s2"},
-      "attention_format": {"value": "activation", "source": "made up"},
+      "attention_format": {"value": {"qk": "tf32", "pv": "fp16_acc16"}, "source": "made up"},
       "linear_kernels": {"value": [
         {"name": "gemv", "weights": ["quantized", "f16"], "max_rows": 4, "families": ["nvidia-gb10", "amd-rdna3.5"], "max_experts": 63,
          "unit": "vector", "compute": "fp32", "source": "k1"},
@@ -174,6 +174,7 @@ void check_same_backend(const EngineBackend& a, const EngineBackend& b) {
     CHECK(a.decode_attention_per_query_head == b.decode_attention_per_query_head);
     CHECK(a.decode_attention_alu_ops_per_mac == b.decode_attention_alu_ops_per_mac);
     CHECK(a.attention_format == b.attention_format);
+    CHECK(a.attention_pv_format == b.attention_pv_format);
     CHECK(a.attention_score_bytes == b.attention_score_bytes);
     CHECK(a.flash_qk_format == b.flash_qk_format);
     CHECK(a.flash_pv_format == b.flash_pv_format);
@@ -410,6 +411,13 @@ TEST_CASE("parse_engine: errors name the origin and the field path") {
                     {"value.default", "instructions in (0, 10000]"});
         check_error(with(kTinyEngine, issue, R"("flash_attention_issue": {"value": [[128, 40, 20]], "source": "made up"})"),
                     {"backends.any.flash_attention_issue", "must map device families"});
+        const std::string unfused = R"("attention_format": {"value": "activation", "source": "made up"})";
+        check_error(with(kTinyEngine, unfused, R"("attention_format": {"value": {"qk": "tf32"}, "source": "made up"})"),
+                    {"backends.any.attention_format.value", "pv"});
+        check_error(with(kTinyEngine, unfused, R"("attention_format": {"value": {"qk": "fp8", "pv": "fp16"}, "source": "made up"})"),
+                    {"backends.any.attention_format.value.qk", "tf32"});
+        check_error(with(kTinyEngine, unfused, R"("attention_format": {"value": "int8", "source": "made up"})"),
+                    {"backends.any.attention_format.value", "fp16_acc16"});
         const std::string formats = R"("flash_attention_formats": {"value": {"qk": "attention", "pv": "attention"}, "source": "made up"})";
         check_error(with(kTinyEngine, formats, R"("flash_attention_formats": {"value": {"qk": "fp16", "pv": "fp8"}, "source": "made up"})"),
                     {"backends.any.flash_attention_formats", "pv", "fp16_acc16"});
@@ -660,7 +668,9 @@ TEST_CASE("a kernel's ALU work per multiply-add follows the weight format's bloc
 
 TEST_CASE("llama.cpp on CUDA: f16 sums where ggml asks cuBLAS and the mma for them, and its flash attention's issue") {
     const EngineBackend& b = engine_db().get("llama.cpp").backend("cuda");
-    CHECK(b.attention_format == "fp16_acc16");  // the unfused path: batched cuBLAS with CUBLAS_COMPUTE_16F
+    // the unfused path: KQ in f32 precision (llama-graph.cpp), TF32 on the tensor cores; KQV with CUBLAS_COMPUTE_16F
+    CHECK(b.attention_format == "tf32");
+    CHECK(b.attention_pv_format == "fp16_acc16");
     CHECK(b.flash_qk_format == "fp16");         // Q·Kᵀ in f32 accumulators
     CHECK(b.flash_pv_format == "fp16_acc16");   // P·V in half2 accumulators
     const auto& issue = b.flash_issue_per_score;
@@ -676,12 +686,18 @@ TEST_CASE("llama.cpp on CUDA: f16 sums where ggml asks cuBLAS and the mma for th
     CHECK(f16.back().compute == "fp16_acc16");
     CHECK(bf16.back().compute == "fp16");
     // other backends and engines keep both products in attention_format and count nothing
-    for (const char* backend : {"rocm", "vulkan", "cpu"}) {
+    for (const char* backend : {"vulkan", "cpu"}) {
         CAPTURE(backend);
         const EngineBackend& o = engine_db().get("llama.cpp").backend(backend);
         CHECK(o.flash_qk_format == "attention");
         CHECK(o.flash_issue_per_score.empty());
     }
+    // the HIP build: KQ in f32 (no TF32 there), KQV and flash attention in f16
+    const EngineBackend& rocm = engine_db().get("llama.cpp").backend("rocm");
+    CHECK(rocm.attention_format == "fp32");
+    CHECK(rocm.attention_pv_format == "fp16");
+    CHECK(rocm.flash_qk_format == "fp16");
+    CHECK(rocm.flash_issue_per_score.empty());
     // Metal: the unfused products run kernel_mul_mm (fp16 tiles: the tensor API on M5), flash attention's simdgroup
     // matrices on the ALUs (their fp32 rate, which fp16 shares there)
     const EngineBackend& metal = engine_db().get("llama.cpp").backend("metal");

@@ -195,10 +195,11 @@ struct EngineBackend {
     std::string backend = "any";             ///< "any", "cuda", "rocm", "metal", "vulkan", "cpu"
     double kernel_fixed_cost_scale = 1.0;    ///< × the device's fixed cost per kernel
     std::string activation_format = "fp16";  ///< activations between ops
-    /// The format attention's matrix products (Q·Kᵀ, P·V) run in on matrix units, when not the activations':
-    /// "activation" (the activation format) or fp32 / fp16 / bf16 / fp16_acc16 (fp16 with fp16 sums: cuBLAS's
-    /// CUBLAS_COMPUTE_16F). Softmax stays in the activation format.
-    std::string attention_format = "activation";
+    /// The formats the unfused attention's matrix products, Q·Kᵀ and P·V, run in on matrix units, when not the
+    /// activations': "activation" (the activation format) or fp32 / tf32 / fp16 / bf16 / fp16_acc16 (fp16 with fp16
+    /// sums: cuBLAS's CUBLAS_COMPUTE_16F); engine_db's attention_format names one for both or {qk, pv}. Softmax
+    /// stays in the activation format.
+    std::string attention_format = "activation", attention_pv_format = "activation";
     std::vector<LinearKernel> linear_kernels;
     bool fused_qkv = false;                  ///< Q, K and V projections as one GEMM when they share a format
     /// When a mat-vec multiplies one row (a single token in the whole batch), it applies the add that follows it

@@ -32,7 +32,8 @@ struct PhaseOp {
 /// What the engine, the configuration and the device decide of a forward pass.
 struct PhaseOptions {
     Format activation = format_of(DType::fp16);  ///< activations between ops
-    std::optional<DType> attention_matmul;       ///< EngineBackend::attention_format, when not the activations'
+    std::optional<DType> attention_matmul;       ///< EngineBackend::attention_format (Q·Kᵀ), when not the activations'
+    std::optional<DType> attention_pv_matmul;    ///< EngineBackend::attention_pv_format (P·V), likewise
     std::optional<DType> flash_qk, flash_pv;     ///< EngineBackend::flash_qk_format / flash_pv_format, when not the activations'
     /// EngineBackend::flash_issue_per_score (shared); with_device() puts the device family's rows in `flash`
     std::shared_ptr<const std::map<std::string, std::vector<std::array<double, 3>>>> flash_issue;

@@ -499,7 +499,14 @@ class EngineBackend:
         ...
     @property
     def attention_format(self) -> str:
-        ...
+        """
+        format of the unfused attention's Q·Kᵀ ('activation': the activation format)
+        """
+    @property
+    def attention_pv_format(self) -> str:
+        """
+        format of its P·V
+        """
     @property
     def backend(self) -> str:
         ...
