@@ -686,7 +686,7 @@ TEST_CASE("llama.cpp on CUDA: f16 sums where ggml asks cuBLAS and the mma for th
     CHECK(f16.back().compute == "fp16_acc16");
     CHECK(bf16.back().compute == "fp16");
     // other backends and engines keep both products in attention_format and count nothing
-    for (const char* backend : {"vulkan", "cpu"}) {
+    for (const char* backend : {"cpu"}) {
         CAPTURE(backend);
         const EngineBackend& o = engine_db().get("llama.cpp").backend(backend);
         CHECK(o.flash_qk_format == "attention");
@@ -802,7 +802,7 @@ TEST_CASE("llama.cpp on ROCm: the CUDA backend's kernels built for HIP, with eac
     CHECK(e.native_backend.at("amd") == "rocm");
 }
 
-TEST_CASE("llama.cpp on Vulkan: mat-vec shaders up to 8 tokens, cooperative-matrix fp16 tiles above") {
+TEST_CASE("llama.cpp on Vulkan: mat-vec shaders up to 8 tokens, cooperative-matrix fp16 tiles with f16 sums above") {
     const Engine& e = engine_db().get("llama.cpp");
     const EngineBackend& vk = e.backend("vulkan");
     auto path = [&](const char* format, double rows, const std::string& family = "amd-rdna3") {
@@ -816,10 +816,12 @@ TEST_CASE("llama.cpp on Vulkan: mat-vec shaders up to 8 tokens, cooperative-matr
         CHECK(path(f, 8).name == "mul_mat_vec / mul_mat_vecq");  // mul_mat_vec_max_cols on every vendor
         CHECK(path(f, 8).unit == Unit::vector);
         CHECK(path(f, 9).unit == Unit::matrix);
-        CHECK(path(f, 512).compute == "fp16");  // not the activations' fp32, not int8: no MMQ beside coopmat
+        // not the activations' fp32, not int8 (no MMQ beside coopmat): fp16 tiles, summed in f16 (f16acc) but BF16's
+        CHECK(path(f, 512).compute == (std::string(f) == "BF16" ? "fp16" : "fp16_acc16"));
     }
     CHECK(path("Q4_K", 512).name == "mul_mm (cooperative matrix), quantized weights");
-    CHECK(path("F16", 512).name == "mul_mm (cooperative matrix), float weights");
+    CHECK(path("F16", 512).name == "mul_mm (cooperative matrix), F16 weights");
+    CHECK(path("BF16", 512).name == "mul_mm (cooperative matrix), float weights");
     CHECK(path("Q4_K", 512).dequant_every_rows == 128);  // into shared memory per 128-token column tile
     CHECK(path("F16", 512).dequant_every_rows == 0);
     // without cooperative matrices (RDNA2; Intel's Alchemist, left out by ggml): integer-dot MMQ for the types it
@@ -835,7 +837,10 @@ TEST_CASE("llama.cpp on Vulkan: mat-vec shaders up to 8 tokens, cooperative-matr
         CHECK(path("Q4_K", 4, family).name == "mul_mat_vec / mul_mat_vecq");
     }
     CHECK(path("Q4_K", 512, "intel-xe2-hpg").name == "mul_mm (cooperative matrix), quantized weights");  // Battlemage
-    CHECK(vk.attention_format == "fp16");
+    CHECK(vk.attention_format == "fp16");          // KQ: f32 precision, f32acc
+    CHECK(vk.attention_pv_format == "fp16_acc16");  // KQV: the default precision's f16acc
+    CHECK(vk.flash_qk_format == "fp16");            // flash attention: f32acc, its precision set to f32
+    CHECK(vk.flash_pv_format == "fp16");
     CHECK(vk.op_kernels.at("residual_add") == 0);  // MUL_MAT_ADD at decode
     CHECK(vk.prefill_ubatch_tokens == 512);
     CHECK(e.native_backend.at("intel") == "vulkan");

@@ -60,11 +60,18 @@ def test_llama_cpp_runs_prompts_in_micro_batches_on_every_backend():
 
 def test_llama_cpp_vulkan_runs_prompts_on_the_matrix_units_in_fp16():
     """ggml-vulkan's mul_mm with cooperative matrices (RDNA3.5's WMMA on Strix Halo under RADV): the prompt's
-    projections are fp16 matrix work, not the generic description's fp32; one token stays a mat-vec stream."""
+    projections are fp16 matrix work with f16 sums (the f16acc pipelines), not the generic description's fp32, at
+    the fp16 rate on AMD (twice that only where a device lists fp16_acc16: GeForce); one token stays a mat-vec
+    stream."""
     kw = dict(model="llama-2-7b", quant="Q4_0", device="ryzen-ai-max-395", engine="llama.cpp-vulkan")
     pp = rp.estimate(prompt_tokens=512, gen_tokens=0, **kw).breakdown
     projections = pp[pp.op.isin(["attn_q", "ffn_gate", "ffn_down"])]
-    assert set(projections.compute) == {"fp16 matrix"}
+    assert set(projections.compute) == {"fp16_acc16 matrix"}
+    bf16 = rp.estimate(prompt_tokens=512, gen_tokens=0, **dict(kw, quant="BF16")).breakdown
+    f16 = rp.estimate(prompt_tokens=512, gen_tokens=0, **dict(kw, quant="F16")).breakdown
+    ffn = lambda b: b[b.op == "ffn_up"].iloc[0]
+    assert ffn(bf16).compute == "fp16 matrix"
+    assert ffn(f16).seconds == pytest.approx(ffn(bf16).seconds, rel=0.01)  # one rate on RDNA3.5
     tg = rp.estimate(prompt_tokens=0, gen_tokens=16, **kw)
     assert tg.decode_bound == "memory:dram"
 
@@ -254,8 +261,8 @@ def test_llama_cpp_vulkan_without_cooperative_matrices_runs_integer_dot_products
     A-series (left out for its regressions): there a prompt's quantized projections run mul_mmq's packed int8 dot
     products on the vector ALUs, with the unpacking around them, and take several times the coopmat path's time."""
     kw = dict(model="llama-2-7b", quant="Q4_0", engine="llama.cpp-vulkan", prompt_tokens=512, gen_tokens=0)
-    for dev, compute in (("rx-6900-xt", "int8 vector"), ("arc-a770", "int8 vector"), ("arc-b580", "fp16 matrix"),
-                         ("rx-7900-xtx", "fp16 matrix")):
+    for dev, compute in (("rx-6900-xt", "int8 vector"), ("arc-a770", "int8 vector"), ("arc-b580", "fp16_acc16 matrix"),
+                         ("rx-7900-xtx", "fp16_acc16 matrix")):
         b = rp.estimate(device=dev, **kw).breakdown
         assert set(b[b.op.isin(["attn_q", "ffn_gate", "ffn_down"])].compute) == {compute}, dev
     # the A770's XMX units idle under Vulkan: far below what its fp16 matrix peak would give
