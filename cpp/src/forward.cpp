@@ -510,9 +510,9 @@ std::shared_ptr<const std::map<std::string, double>> PhaseOptions::default_op_ke
 PhaseOptions phase_options(const EngineBackend& e, std::string_view engine_id, const Format& kv, bool flash, int tp) {
     PhaseOptions o;
     o.activation = parse_format(e.activation_format);
-    auto format = [](const std::string& name) -> std::optional<DType> {
+    auto format = [](const std::string& name) -> std::optional<DType> {  // a number format's name (DType)
         if (name == "activation") return std::nullopt;
-        return parse_format(name).compute;
+        return parse_dtype(name);
     };
     o.attention_matmul = format(e.attention_format);
     o.attention_pv_matmul = format(e.attention_pv_format);
@@ -521,7 +521,8 @@ PhaseOptions phase_options(const EngineBackend& e, std::string_view engine_id, c
         return name == "attention" ? unfused : format(name);
     };
     o.flash_head_dims = e.flash_attention_head_dims;
-    o.flash_kv_to_f16 = e.flash_attention_kv_to_f16;
+    if (!e.flash_attention_kv_to_f16.formats.empty())
+        o.flash_kv_to_f16 = std::make_shared<const KvToF16>(e.flash_attention_kv_to_f16);
     o.flash_qk = flash_format(e.flash_qk_format, o.attention_matmul);
     o.flash_pv = flash_format(e.flash_pv_format, o.attention_pv_matmul);
     if (!e.flash_issue_per_score.empty())
@@ -646,7 +647,8 @@ OpCost slot_cost(const OpSlot& s, const PhaseOptions& options, double batch, dou
                 // every cached position (read in the cache's format, written in f16, K and V a kernel each), then
                 // the kernel's reads in f16
                 static const Format f16 = format_of(DType::fp16);
-                const bool convert = flash && options.flash_kv_to_f16.converts(options.kv, tokens, options.device_family);
+                const bool convert = flash && options.flash_kv_to_f16 &&
+                                     options.flash_kv_to_f16->converts(options.kv, tokens, options.device_family);
                 op = ops::attention(shape, act, kind, false, options.flash, convert ? &f16 : &options.kv,
                                     options.attention_score_bytes, qk ? &*qk : nullptr, pv ? &*pv : nullptr);
                 if (convert) {

@@ -38,7 +38,8 @@ struct PhaseOptions {
     /// EngineBackend::flash_issue_per_score (shared); with_device() puts the device family's rows in `flash`
     std::shared_ptr<const std::map<std::string, std::vector<std::array<double, 3>>>> flash_issue;
     std::vector<double> flash_head_dims;         ///< EngineBackend::flash_attention_head_dims (empty: every size)
-    KvToF16 flash_kv_to_f16;                     ///< EngineBackend::flash_attention_kv_to_f16
+    /// EngineBackend::flash_attention_kv_to_f16 (shared; null: no format converted)
+    std::shared_ptr<const KvToF16> flash_kv_to_f16;
     Format kv = format_of(DType::fp16);          ///< KV cache
     ops::AttentionKind attention = ops::AttentionKind::standard;
     ops::FlashTiles flash;                       ///< flash attention's on-chip tiles (ops::flash_tiles)
