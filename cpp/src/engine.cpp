@@ -21,10 +21,14 @@ std::string_view all_reduce_name(AllReduce a) {
     return a == AllReduce::ring ? "ring" : a == AllReduce::one_shot ? "one-shot" : "two-shot";
 }
 
+namespace {
+bool is_f16(const Format& f) { return f.compute == DType::fp16 && f.bits_per_element == 16; }
+}  // namespace
+
 bool KvToF16::converts(const Format& kv, double queries, const std::string& family) const {
     if (formats.empty() || queries < min_queries) return false;
     if (std::find(except_families.begin(), except_families.end(), family) != except_families.end()) return false;
-    if (kv.compute == DType::fp16 && kv.bits_per_element == 16) return false;  // already f16
+    if (is_f16(kv)) return false;  // already f16
     if (formats.front() == "*") return true;
     const std::string name = to_lower(kv.name);
     return std::find(formats.begin(), formats.end(), name) != formats.end();
@@ -182,6 +186,22 @@ bool is_family_name(const std::string& s) {
     return !s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_.-") == std::string::npos;
 }
 
+// The hardware_db families listed at `key` (a kernel's families, a KV conversion's except_families), each one
+// named once.
+std::vector<std::string> family_names(JsonObject& o, const std::string& key) {
+    const auto& fams = o.array(key, true);
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < fams.size(); ++i) {
+        const std::string at = key + "[" + std::to_string(i) + "]";
+        if (!fams[i].is_string() || !is_family_name(fams[i].get<std::string>()))
+            o.fail(at, "must be a hardware_db family in lower case (letters, digits, '.', '_', '-'), got " + fams[i].dump());
+        if (std::find(out.begin(), out.end(), fams[i].get<std::string>()) != out.end())
+            o.fail(at, "names " + fams[i].dump() + " twice");
+        out.push_back(fams[i].get<std::string>());
+    }
+    return out;
+}
+
 LinearKernel parse_kernel(JsonObject& k) {
     LinearKernel x;
     x.name = k.nonempty_string("name");
@@ -202,16 +222,8 @@ LinearKernel parse_kernel(JsonObject& k) {
     }
     if (auto r = k.opt_number("max_rows", 1, 1e15)) x.max_rows = *r;
     if (k.has("families")) {
-        const auto& fams = k.array("families", true);
-        if (fams.empty()) k.fail("families", "must name at least one hardware_db family (absent: every family)");
-        for (std::size_t i = 0; i < fams.size(); ++i) {
-            const std::string at = "families[" + std::to_string(i) + "]";
-            if (!fams[i].is_string() || !is_family_name(fams[i].get<std::string>()))
-                k.fail(at, "must be a hardware_db family in lower case (letters, digits, '.', '_', '-'), got " + fams[i].dump());
-            if (std::find(x.families.begin(), x.families.end(), fams[i].get<std::string>()) != x.families.end())
-                k.fail(at, "names " + fams[i].dump() + " twice");
-            x.families.push_back(fams[i].get<std::string>());
-        }
+        x.families = family_names(k, "families");
+        if (x.families.empty()) k.fail("families", "must name at least one hardware_db family (absent: every family)");
     }
     if (auto e = k.opt_number("max_experts", 1, 1e9)) x.max_experts = *e;
     x.unit = k.choice("unit", {"vector", "matrix"}) == "vector" ? Unit::vector : Unit::matrix;
@@ -405,7 +417,7 @@ void apply_backend(EngineBackend& b, JsonObject o, const nlohmann::json& raw) {
             } else if (!name.empty()) {
                 try {
                     const Format kv = parse_kv_format(name);
-                    name = kv.compute == DType::fp16 && kv.bits_per_element == 16 ? "" : to_lower(kv.name);
+                    name = is_f16(kv) ? "" : to_lower(kv.name);
                 } catch (const NotFound&) {
                     name.clear();
                 }
@@ -414,15 +426,7 @@ void apply_backend(EngineBackend& b, JsonObject o, const nlohmann::json& raw) {
             k.formats.push_back(name);
         }
         k.min_queries = static_cast<double>(v.integer("min_queries", 1, 65536));
-        if (v.has("except_families")) {
-            const auto& fams = v.raw("except_families");
-            if (!fams.is_array()) v.fail("except_families", "must list hardware_db families, got " + fams.dump());
-            for (const auto& f : fams) {
-                if (!f.is_string() || !is_family_name(f.get<std::string>()))
-                    v.fail("except_families", "must list hardware_db families in lower case, got " + fams.dump());
-                k.except_families.push_back(f.get<std::string>());
-            }
-        }
+        if (v.has("except_families")) k.except_families = family_names(v, "except_families");
         v.finish();
         b.flash_attention_kv_to_f16 = std::move(k);
         b.sources["flash_attention_kv_to_f16"] = provenance_of(p);
