@@ -23,6 +23,7 @@ py::dict op_to_dict(const OpCost& op) {
         e["dtype"] = std::string(dtype_name(t.format));
         e["flops"] = t.flops;
         e["overlapped"] = t.overlapped;
+        e["issue"] = t.issue;
         terms.append(e);
     }
     d["flop_terms"] = terms;
@@ -83,7 +84,7 @@ void register_op(py::module_& m) {
                 py::list terms;
                 for (const auto& t : o.flop_terms)
                     terms.append(py::make_tuple(static_cast<int>(t.unit), static_cast<int>(t.format), t.flops,
-                                                t.utilization, t.overlapped));
+                                                t.utilization, t.overlapped, t.issue));
                 return py::make_tuple(o.name, terms, o.bytes_read, o.bytes_written, o.launches);
             },
             [](const py::tuple& t) {
@@ -95,7 +96,8 @@ void register_op(py::module_& m) {
                     if (unit < 0 || unit > 1 || format < 0 || format >= static_cast<int>(kNumDTypes))
                         throw InvalidArgument("OpCost pickle holds an unknown unit or format");
                     o.add_flops(static_cast<Unit>(unit), static_cast<DType>(format), tt[2].cast<double>(),
-                                tt.size() > 3 ? tt[3].cast<double>() : 1.0, tt.size() > 4 ? tt[4].cast<bool>() : true);
+                                tt.size() > 3 ? tt[3].cast<double>() : 1.0, tt.size() > 4 ? tt[4].cast<bool>() : true,
+                                tt.size() > 5 && tt[5].cast<bool>());
                 }
                 o.bytes_read = t[2].cast<std::array<double, kNumLevels>>();
                 o.bytes_written = t[3].cast<std::array<double, kNumLevels>>();

@@ -262,7 +262,11 @@ LinearKernel parse_kernel(JsonObject& k) {
         fams->finish();
     }
     if (auto a = k.opt_number("alu_ops_per_mac", 0, 1e3)) x.alu_ops_per_mac = *a;
-    if (k.has("alu_format")) x.alu_format = parse_dtype(k.choice("alu_format", {"int32", "fp32", "fp16"}));
+    if (k.has("alu_format")) {
+        const std::string f = k.choice("alu_format", {"int32", "fp32", "fp16", "issue"});
+        x.alu_on_issue = f == "issue";
+        if (!x.alu_on_issue) x.alu_format = parse_dtype(f);
+    }
     if (auto scale = k.opt_object("alu_ops_scale")) {
         for (const std::string& name : scale->keys()) {
             try {
@@ -809,7 +813,7 @@ std::string Engine::to_json(int indent) const {
             }
             if (k.alu_ops_per_mac > 0) {
                 kj["alu_ops_per_mac"] = k.alu_ops_per_mac;
-                kj["alu_format"] = std::string(dtype_name(k.alu_format));
+                kj["alu_format"] = k.alu_on_issue ? std::string("issue") : std::string(dtype_name(k.alu_format));
                 if (!k.alu_ops_scale.empty()) kj["alu_ops_scale"] = k.alu_ops_scale;
             }
             if (k.launches != 1) kj["launches"] = k.launches;

@@ -98,6 +98,7 @@ std::vector<LinearPath> linear_paths(const Format& f, const PhaseOptions& opt) {
         for (const auto& entry : k.by_family) p.by_family.emplace_back(entry.first, k.occupancy_on(entry.first));
         p.alu_ops_per_mac = k.alu_ops_for(f);
         p.alu_format = k.alu_format;
+        p.alu_on_issue = k.alu_on_issue;
         p.launches = k.launches;
         p.families = k.families;
         p.max_experts = k.max_experts;
@@ -462,7 +463,8 @@ OpCost linear_gemm(const OpSlot& s, const PhaseOptions& options, double rows, co
     Format act = options.activation;
     act.compute = p.compute;
     OpCost op = ops::gemm(rows, s.n, s.k, act, s.format, options.activation, ops::GemmOptions{p.unit, 0, s.groups, p.dequant_overlapped});
-    if (p.alu_ops_per_mac > 0) op.add_flops(Unit::vector, p.alu_format, p.alu_ops_per_mac * rows * s.n * s.k * s.groups);
+    if (p.alu_ops_per_mac > 0)
+        op.add_flops(Unit::vector, p.alu_format, p.alu_ops_per_mac * rows * s.n * s.k * s.groups, 1.0, true, p.alu_on_issue);
     op.launches *= p.launches;
     return op;
 }
@@ -471,7 +473,8 @@ OpCost moe_path_gemm(const OpSlot& s, const PhaseOptions& options, double rows, 
     Format act = options.activation;
     act.compute = p.compute;
     OpCost op = ops::moe_gemm(rows, s.top_k, s.experts, s.n, s.k, act, s.format, options.activation, p.dequant_overlapped, p.unit);
-    if (p.alu_ops_per_mac > 0) op.add_flops(Unit::vector, p.alu_format, p.alu_ops_per_mac * rows * s.top_k * s.n * s.k);
+    if (p.alu_ops_per_mac > 0)
+        op.add_flops(Unit::vector, p.alu_format, p.alu_ops_per_mac * rows * s.top_k * s.n * s.k, 1.0, true, p.alu_on_issue);
     op.launches *= p.launches;
     return op;
 }
@@ -708,7 +711,8 @@ std::vector<PhaseOp> forward_ops(const Model& model, const std::vector<TensorFor
         key.precision(17);
         key << s.name << '|' << cost.launches;
         for (const auto& t : cost.flop_terms)
-            key << '|' << static_cast<int>(t.unit) << ':' << static_cast<int>(t.format) << ':' << t.flops << ':' << t.utilization;
+            key << '|' << static_cast<int>(t.unit) << ':' << static_cast<int>(t.format) << ':' << t.flops << ':' << t.utilization
+                << ':' << t.overlapped << t.issue;
         for (std::size_t i = 0; i < kNumLevels; ++i) key << '|' << cost.bytes_read[i] << ':' << cost.bytes_written[i];
         auto it = index.find(key.str());
         if (it != index.end()) {

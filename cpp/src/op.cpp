@@ -49,17 +49,18 @@ double check_op_count(const std::string& op, const char* what, double n) {
 }
 }  // namespace
 
-void OpCost::add_flops(Unit unit, DType format, double n, double utilization, bool overlapped) {
+void OpCost::add_flops(Unit unit, DType format, double n, double utilization, bool overlapped, bool issue) {
     check_op_count(name, "FLOPs", n);
     check_range("utilization", utilization, 1e-9, 1.0);
     if (n == 0) return;
     for (auto& t : flop_terms) {
-        if (t.unit == unit && t.format == format && t.utilization == utilization && t.overlapped == overlapped) {
+        if (t.unit == unit && t.format == format && t.utilization == utilization && t.overlapped == overlapped &&
+            t.issue == issue) {
             t.flops = check_op_count(name, "FLOPs", t.flops + n);
             return;
         }
     }
-    flop_terms.push_back({unit, format, n, utilization, overlapped});
+    flop_terms.push_back({unit, format, n, utilization, overlapped, issue});
 }
 
 void OpCost::add_dequant(const Format& f, double elements, bool overlapped) {
@@ -86,7 +87,7 @@ void OpCost::add_dram(double read, double written) {
 }
 
 OpCost& OpCost::operator+=(const OpCost& other) {
-    for (const auto& t : other.flop_terms) add_flops(t.unit, t.format, t.flops, t.utilization, t.overlapped);
+    for (const auto& t : other.flop_terms) add_flops(t.unit, t.format, t.flops, t.utilization, t.overlapped, t.issue);
     for (std::size_t i = 0; i < kNumLevels; ++i) {
         bytes_read[i] += other.bytes_read[i];
         bytes_written[i] += other.bytes_written[i];

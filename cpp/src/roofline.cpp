@@ -106,13 +106,17 @@ void components(const OpCost& op, const Device& device, CeilingTimes* d, Ceiling
                 std::array<bool, kNumLevels>* evaluated) {
     for (const auto& term : op.flop_terms) {
         if (term.flops <= 0) continue;
-        const ComputePeak& peak = device.execution_peak(term.format, term.unit);
+        // issue slots at the device's issue rate, derated as its unmeasured compute peaks are; else the peak
+        const bool on_issue = term.issue && device.issue_lanes_per_s() > 0;
+        const ComputePeak* peak = on_issue ? nullptr : &device.execution_peak(term.format, term.unit);
+        const double rate = on_issue ? device.issue_lanes_per_s() : peak->flops_per_s;
         if (d) {
-            const double seconds = term.flops / (peak.flops_per_s * (derating_fraction(device, peak) * term.utilization));
+            const double fraction = on_issue ? device.efficiency.compute_fraction : derating_fraction(device, *peak);
+            const double seconds = term.flops / (rate * (fraction * term.utilization));
             if (!term.overlapped) d->serial_s += seconds;
             else (term.unit == Unit::matrix ? d->matrix_s : d->vector_s) += seconds;
         }
-        if (i) (term.unit == Unit::matrix ? i->matrix_s : i->vector_s) += term.flops / peak.flops_per_s;
+        if (i) (term.unit == Unit::matrix ? i->matrix_s : i->vector_s) += term.flops / rate;
     }
     const CeilingTimes& first = d ? *d : *i;
     const double flops = attainable ? op.flops() : 0;

@@ -40,7 +40,8 @@ class LinearKernel:
     by_family: CoreAttribute[Dict[str, Dict[str, Any]]] = CoreAttribute(
         "device family -> efficiency, tiles_per_unit, split_k, stream_k and their source where the family's differ")
     alu_ops_per_mac: CoreAttribute[float] = CoreAttribute("ALU operations (unpacking, scales) beside each multiply-add")
-    alu_format: CoreAttribute[str] = CoreAttribute("the lanes those ALU operations run on ('int32', 'fp32' ...)")
+    alu_format: CoreAttribute[str] = CoreAttribute(
+        "the lanes those ALU operations run on ('int32', 'fp32' ...), or 'issue': issue slots at the device's issue rate")
     alu_ops_scale: CoreAttribute[Dict[str, float]] = CoreAttribute(
         "alu_ops_per_mac of each weight format relative to the one it was fitted on (absent: 1)")
     launches: CoreAttribute[float] = CoreAttribute("kernels launched per linear layer (e.g. quantizing the activations)")

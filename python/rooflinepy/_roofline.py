@@ -70,7 +70,7 @@ class OpCost:
         return OpCost(self._core * factor)
 
     def to_dict(self) -> Dict[str, Any]:
-        """name, flops, flop_terms (unit, dtype, flops, overlapped), bytes_read_<level>, bytes_written_<level>,
+        """name, flops, flop_terms (unit, dtype, flops, overlapped, issue), bytes_read_<level>, bytes_written_<level>,
         bytes, arithmetic_intensity, launches."""
         d: Dict[str, Any] = self._core.to_dict()
         return d

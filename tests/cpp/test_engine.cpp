@@ -210,6 +210,7 @@ void check_same_backend(const EngineBackend& a, const EngineBackend& b) {
         CHECK(x.efficiency == y.efficiency);
         CHECK(x.alu_ops_per_mac == y.alu_ops_per_mac);
         CHECK(x.alu_format == y.alu_format);
+        CHECK(x.alu_on_issue == y.alu_on_issue);
         CHECK(x.alu_ops_scale == y.alu_ops_scale);
         CHECK(x.tiles_per_unit == y.tiles_per_unit);
         CHECK(x.split_k == y.split_k);
@@ -664,6 +665,28 @@ TEST_CASE("a kernel's ALU work per multiply-add follows the weight format's bloc
     CHECK(mmq_alu("Q4_K") > q4_0);
     CHECK(mmq_alu("Q6_K") > mmq_alu("Q4_K"));
     CHECK(mmq_alu("Q6_K") == doctest::Approx(q4_0 * 1.306));
+    // counted in issue slots at the SM's dispatch rate; the HIP build's copy stays on the INT32 lanes
+    CHECK(linear_paths(parse_format("Q4_0"), o).back().alu_on_issue);
+    const EngineBackend& rocm = engine_db().get("llama.cpp").backend("rocm");
+    for (const LinearKernel& hip : rocm.linear_kernels)
+        if (hip.alu_ops_per_mac > 0) CHECK_FALSE(hip.alu_on_issue);
+}
+
+TEST_CASE("a kernel's ALU work may be issue slots (\"alu_format\": \"issue\"); its parser names the choices") {
+    auto engine_with = [](const std::string& alu_format) {
+        return parse_engine(with(kFullEngine, R"("alu_format": "int32")", R"("alu_format": ")" + alu_format + "\""), "engines/full.json");
+    };
+    const Engine e = engine_with("issue");
+    const LinearKernel& k = e.backend("any").linear_kernels.at(1);
+    CHECK(k.alu_on_issue);
+    CHECK(k.alu_format == DType::int32);  // what a device without an issue rate runs them as
+    CHECK(e.to_json(-1).find(R"("alu_format":"issue")") != std::string::npos);
+    CHECK(parse_engine(e.to_json(), "engines/again.json").backend("any").linear_kernels.at(1).alu_on_issue);
+    CHECK_FALSE(engine_with("fp32").backend("any").linear_kernels.at(1).alu_on_issue);
+    CHECK_THROWS_WITH_AS(engine_with("issued"),
+                         doctest::Contains("'backends.any.linear_kernels.value[1].alu_format' must be one of int32, fp32, "
+                                           "fp16, issue, got 'issued'"),
+                         InvalidArgument);
 }
 
 TEST_CASE("llama.cpp on CUDA: f16 sums where ggml asks cuBLAS and the mma for them, and its flash attention's issue") {

@@ -156,6 +156,34 @@ TEST_CASE("an op's FLOP terms: four in place, more spill to the heap in order; c
     CHECK(copy.scaled(3).flops(Unit::matrix, DType::int32) == doctest::Approx(18));
 }
 
+TEST_CASE("issue slots run at the SM's dispatch rate, not at its INT32 peak; without one, as INT32 operations") {
+    // RTX Blackwell's unified FP32 / INT32 lanes double the INT32 peak per SM and clock; the dispatch stays 128
+    // lanes per SM and clock, as on Ada
+    const Device &b = db().get("rtx-5090"), &ada = db().get("rtx-4090");
+    for (const Device* d : {&b, &ada}) {
+        CAPTURE(d->id);
+        OpCost op;
+        op.add_flops(Unit::vector, DType::int32, 1e12, 1.0, true, true);
+        const double rate = d->compute_units * 128 * d->boost_clock_hz;
+        CHECK(d->issue_lanes_per_s() == doctest::Approx(rate));
+        CHECK(evaluate(op, *d, Ceilings::ideal).seconds == doctest::Approx(1e12 / rate));
+        CHECK(evaluate(op, *d).times.vector_s == doctest::Approx(1e12 / (rate * d->efficiency.compute_fraction)));
+    }
+    CHECK(b.peak_flops(DType::int32, Unit::vector) == doctest::Approx(2 * b.issue_lanes_per_s()).epsilon(0.01));
+    CHECK(ada.peak_flops(DType::int32, Unit::vector) == doctest::Approx(ada.issue_lanes_per_s()).epsilon(0.01));
+    // the same count as INT32 operations, and issue slots on a device that gives no issue rate
+    OpCost ops;
+    ops.add_flops(Unit::vector, DType::int32, 1e12);
+    OpCost slots;
+    slots.add_flops(Unit::vector, DType::int32, 1e12, 1.0, true, true);
+    slots.add_flops(Unit::vector, DType::int32, 1e12);
+    REQUIRE(slots.flop_terms.size() == 2);  // issue slots and operations stay apart
+    CHECK(evaluate(ops, b, Ceilings::ideal).seconds == doctest::Approx(1e12 / b.peak_flops(DType::int32, Unit::vector)));
+    Device bare = b;
+    bare.lanes_issued_per_clock = 0;
+    CHECK(evaluate(slots, bare, Ceilings::ideal).seconds == doctest::Approx(2 * evaluate(ops, b, Ceilings::ideal).seconds));
+}
+
 TEST_CASE("work not overlapped with memory adds to the derated time; the ideal roofline overlaps it") {
     const Device& a100 = db().get("a100");
     const double fp32 = a100.peak_flops(DType::fp32, Unit::vector), eff = a100.efficiency.compute_fraction;

@@ -282,6 +282,25 @@ def test_llama_cpp_rocm_on_rdna2_runs_mmq_dp4a_path_on_the_vector_alus():
     assert dp4a.families == ["amd-rdna2"] and dp4a.alu_ops_scale["q4_0"] > 2
 
 
+def test_llama_cpp_cuda_mmq_runs_per_sm_and_clock_on_rtx_blackwell_as_on_ada():
+    """MMQ's unpacking instructions are issue slots at the SMs' dispatch rate ("alu_format": "issue"): RTX
+    Blackwell's unified FP32 / INT32 lanes double its INT32 peak per SM and clock but not the loop's pace, so a
+    prompt's MMQ GEMM on an RTX 5090 takes what its SMs x clock say against an RTX 4090's."""
+    cuda = next(x for x in rp.engine("llama.cpp").backends if x.backend == "cuda")
+    mmq = next(k for k in cuda.linear_kernels if k.name == "mul_mat_q (MMQ)")
+    assert mmq.alu_format == "issue"
+    seconds = {}
+    for dev in ("rtx-4090", "rtx-5090"):
+        b = rp.estimate(model="llama-2-7b", quant="Q4_0", device=dev, engine="llama.cpp-cuda", prompt_tokens=4096,
+                        gen_tokens=0, ubatch_tokens=4096).breakdown
+        row = b[(b.phase == "prefill") & (b.op == "ffn_down")].iloc[0]
+        assert row.bound == "compute"
+        seconds[dev] = row.seconds
+    d4, d5 = rp.device("rtx-4090"), rp.device("rtx-5090")
+    sm_clock = (d5.compute_units * d5.boost_clock_hz) / (d4.compute_units * d4.boost_clock_hz)
+    assert seconds["rtx-4090"] / seconds["rtx-5090"] == pytest.approx(sm_clock, rel=0.08)
+
+
 def test_llama_cpp_rocm_keeps_moe_layers_of_64_experts_or_more_on_mmq():
     """On RDNA3 / RDNA3.5 ggml sends Q6_K products of more than 256 tokens to dequantization + hipBLAS, but not those
     of MoE layers of 64 experts or more (mmq.cu, the hipBLAS path's per-expert synchronization): Qwen3-30B-A3B's

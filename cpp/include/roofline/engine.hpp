@@ -106,9 +106,13 @@ struct LinearKernel {
     std::map<std::string, FamilyOccupancy> by_family;
     /// Vector lane operations per multiply-add the kernel issues besides its multiply-adds (loading and unpacking
     /// quantized tiles, scales, addresses), on `alu_format` lanes: a kernel whose inner loop is bound by them runs at
-    /// the lanes' rate, not the matrix units'.
+    /// the lanes' rate, not the matrix units'. With `alu_on_issue` ("alu_format": "issue") they are issue slots
+    /// instead, one lane of one warp instruction each, at the device's instruction issue rate
+    /// (Device::issue_lanes_per_s), whatever unit executes them; a device that gives no issue rate runs them as
+    /// alu_format (int32) operations.
     double alu_ops_per_mac = 0;
     DType alu_format = DType::int32;
+    bool alu_on_issue = false;
     /// alu_ops_per_mac of each weight format relative to the one it was measured or fitted on (format name in lower
     /// case -> factor; absent: 1): the unpacking of a K-quant block costs more instructions than a legacy block's.
     std::map<std::string, double> alu_ops_scale;

@@ -120,6 +120,7 @@ struct LinearPath {
     }
     double alu_ops_per_mac = 0;     ///< LinearKernel::alu_ops_per_mac, on alu_format lanes
     DType alu_format = DType::int32;
+    bool alu_on_issue = false;      ///< LinearKernel::alu_on_issue: alu_ops_per_mac are issue slots
     double launches = 1;
     bool has_fallback = false;      ///< LinearKernel::fallback_compute: where the device lacks `compute` units
     DType fallback = DType::fp16;
@@ -131,7 +132,7 @@ struct LinearPath {
         return max_rows == o.max_rows && unit == o.unit && compute == o.compute && tile_m == o.tile_m &&
                tile_n == o.tile_n && stream_k == o.stream_k && dequant_every_rows == o.dequant_every_rows && dequant_overlapped == o.dequant_overlapped &&
                efficiency == o.efficiency && tiles_per_unit == o.tiles_per_unit && split_k == o.split_k &&
-               by_family == o.by_family && alu_ops_per_mac == o.alu_ops_per_mac && alu_format == o.alu_format &&
+               by_family == o.by_family && alu_ops_per_mac == o.alu_ops_per_mac && alu_format == o.alu_format && alu_on_issue == o.alu_on_issue &&
                launches == o.launches && has_fallback == o.has_fallback && fallback == o.fallback && families == o.families &&
                max_experts == o.max_experts;
     }

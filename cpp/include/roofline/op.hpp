@@ -25,6 +25,10 @@ struct FlopTerm {
     /// the multiply-adds that use it, in a kernel that does not pipeline the two): under derated ceilings it adds
     /// to the op's time instead of hiding under the memory time. The ideal roofline overlaps everything.
     bool overlapped = true;
+    /// true: the count is issue slots (one lane of one warp instruction each, whichever unit executes it), timed at
+    /// the device's instruction issue rate (Device::issue_lanes_per_s) where the device gives one, else as `format`
+    /// operations on `unit`.
+    bool issue = false;
 };
 
 /// An op's FLOP terms: up to four held in place (ops have one to three: an OpCost is built without allocating
@@ -103,7 +107,7 @@ struct OpCost {
     /// FLOP per byte at a level; +inf when the op moves no bytes but does FLOPs, 0 when it does neither.
     double arithmetic_intensity(Level l = Level::dram) const;
 
-    void add_flops(Unit unit, DType format, double flops, double utilization = 1.0, bool overlapped = true);
+    void add_flops(Unit unit, DType format, double flops, double utilization = 1.0, bool overlapped = true, bool issue = false);
     /// Dequantizing `elements` stored elements of `f`: f.dequant_flops_per_element each, counted on vector units
     /// at the 32-bit lane rate (fp32): unpacking bits, integer-to-float conversion and the scale are 32-bit integer
     /// and float lane operations, which packed half-precision math does not speed up. `overlapped` as FlopTerm's.
