@@ -301,6 +301,20 @@ def test_llama_cpp_cuda_mmq_runs_per_sm_and_clock_on_rtx_blackwell_as_on_ada():
     assert seconds["rtx-4090"] / seconds["rtx-5090"] == pytest.approx(sm_clock, rel=0.08)
 
 
+def test_llama_cpp_cuda_on_volta_runs_dp4a_mmq_under_64_tokens_and_cublas_in_f16_beyond():
+    """Volta has fp16 tensor cores but no int8 MMA: ggml_cuda_should_use_mmq keeps MMQ (its dp4a path) only under
+    MMQ_DP4A_MAX_BATCH_SIZE = 64 tokens; larger batches dequantize the weights to f16 for cuBLAS. Turing and newer
+    keep MMQ on the int8 tensor cores at every batch."""
+    def path(dev, tokens):
+        b = rp.estimate(model="llama-2-7b", quant="Q4_0", device=dev, engine="llama.cpp-cuda", prompt_tokens=tokens,
+                        gen_tokens=0, ubatch_tokens=tokens).breakdown
+        return b[(b.phase == "prefill") & (b.op == "ffn_down")].iloc[0].compute
+    assert path("v100-sxm2", 63) == "int8 vector"
+    assert path("v100-sxm2", 64) == "fp16_acc16 matrix"
+    assert path("v100-sxm2", 512) == "fp16_acc16 matrix"
+    assert path("rtx-2080-ti", 512) == path("a100-sxm-80gb", 32) == "int8 matrix"
+
+
 def test_llama_cpp_rocm_keeps_moe_layers_of_64_experts_or_more_on_mmq():
     """On RDNA3 / RDNA3.5 ggml sends Q6_K products of more than 256 tokens to dequantization + hipBLAS, but not those
     of MoE layers of 64 experts or more (mmq.cu, the hipBLAS path's per-expert synchronization): Qwen3-30B-A3B's
