@@ -745,12 +745,16 @@ const EngineBackend& Engine::backend(std::string_view backend_name) const {
 
 const EngineBackend& Engine::on(const Device& device) const {
     if (native_backend.empty()) return backends.front();
-    const auto it = native_backend.find(device.vendor);
+    // a CPU runs the engine's CPU build whoever made it (the "cpu" entry; a measured host also its "host" one), never
+    // the GPU backend of its vendor; any other device the backend of its vendor
+    const bool cpu = device.kind == "cpu";
+    auto it = native_backend.find(cpu ? "cpu" : device.vendor);
+    if (cpu && it == native_backend.end() && device.vendor == "host") it = native_backend.find("host");
     if (it == native_backend.end()) {
-        std::vector<std::string> vendors;
-        for (const auto& [v, b] : native_backend) vendors.push_back(v);
-        throw InvalidArgument("engine '" + id + "' does not run on " + device.vendor + " devices ('" + device.id +
-                              "'); it runs on: " + join(vendors));
+        std::vector<std::string> runs_on;
+        for (const auto& [v, b] : native_backend) runs_on.push_back(v == "cpu" ? "cpu (CPUs of any vendor)" : v);
+        throw InvalidArgument("engine '" + id + "' does not run on " + (cpu ? std::string("cpu") : device.vendor) +
+                              " devices ('" + device.id + "'); it runs on: " + join(runs_on));
     }
     return backend(it->second);
 }

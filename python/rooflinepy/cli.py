@@ -55,12 +55,16 @@ def cmd_devices(args: argparse.Namespace) -> int:
             bf16 = d.peak_flops("bf16")
         except KeyError:
             bf16 = None
-        fp16 = d.peak_flops("fp16")
+        try:  # CPUs without fp16 arithmetic (x86 converts with F16C and computes in fp32) have none
+            fp16: Optional[float] = d.peak_flops("fp16")
+            ridge: Optional[float] = d.ridge_point("fp16")
+        except KeyError:
+            fp16 = ridge = None
         data.append({"id": d.id, "name": d.name, "vendor": d.vendor, "aliases": list(d.aliases),
                      "dram_bandwidth": bw, "dram_capacity": d.capacity("dram"), "peak_fp16": fp16, "peak_bf16": bf16,
-                     "ridge_fp16": d.ridge_point("fp16")})
-        rows.append([d.id, d.name, _si(bw, "B/s"), _binary(d.capacity("dram")), _si(fp16, "FLOP/s"),
-                     f"{d.ridge_point('fp16'):.1f}", ", ".join(d.aliases[:3])])
+                     "ridge_fp16": ridge})
+        rows.append([d.id, d.name, _si(bw, "B/s"), _binary(d.capacity("dram")), _si(fp16, "FLOP/s") if fp16 else "-",
+                     f"{ridge:.1f}" if ridge else "-", ", ".join(d.aliases[:3])])
     _emit(args, data, _table(rows, ["id", "name", "DRAM bw", "DRAM", "fp16 peak", "ridge fp16 (FLOP/B)", "aliases"]))
     return 0
 

@@ -553,6 +553,28 @@ TEST_CASE("Engine::on picks the backend of the device's vendor, and says which v
     CHECK_THROWS_WITH_AS(e.on(devices.get("m4-pro-20c")), doctest::Contains("does not run on apple devices"), InvalidArgument);
     CHECK_THROWS_WITH_AS(e.on(devices.get("m4-pro-20c")), doctest::Contains("it runs on: nvidia"), InvalidArgument);
     CHECK_THROWS_WITH_AS(e.on(devices.get("mi300x")), doctest::Contains("engine 'tiny' does not run on amd devices"), InvalidArgument);
+    // a CPU never runs its vendor's GPU backend: the "cpu" entry, whoever made it (a measured host: "host" too)
+    Device cpu = devices.get("mi300x");
+    cpu.id = "some-epyc";
+    cpu.kind = "cpu";
+    const std::string both = with(text, R"({"nvidia": "cuda"})", R"({"nvidia": "cuda", "amd": "rocm", "cpu": "cpu"})");
+    const Engine ec = parse_engine(both, "engines/tiny.json");
+    CHECK(ec.on(devices.get("mi300x")).backend == "any");  // rocm: not described, so "any"
+    CHECK(&ec.on(cpu) == &ec.backend("cpu"));
+    CHECK_THROWS_WITH_AS(e.on(cpu), doctest::Contains("engine 'tiny' does not run on cpu devices ('some-epyc'); it runs on: nvidia"),
+                         InvalidArgument);
+    const Engine gpu_only = parse_engine(with(text, R"({"nvidia": "cuda"})", R"({"nvidia": "cuda", "amd": "rocm"})"), "engines/tiny.json");
+    CHECK_THROWS_WITH_AS(gpu_only.on(cpu), doctest::Contains("does not run on cpu devices"), InvalidArgument);
+    Device host = cpu;
+    host.vendor = "host";
+    const Engine host_only = parse_engine(with(text, R"({"nvidia": "cuda"})", R"({"host": "cpu"})"), "engines/tiny.json");
+    CHECK(&host_only.on(host) == &host_only.backend("cpu"));
+    CHECK_THROWS_WITH_AS(host_only.on(cpu), doctest::Contains("it runs on: host"), InvalidArgument);
+    // llama.cpp: the CPU backend on any CPU, the GPU backends by vendor; GPU-only engines refuse CPUs
+    for (const char* id : {"llama.cpp", "llama.cpp-cpu"})  // the cpu backend ("any" where the file does not write it out)
+        CHECK(&engine_db().get(id).on(cpu) == &engine_db().get(id).backend("cpu"));
+    CHECK(engine_db().get("llama.cpp").on(devices.get("mi300x")).backend == "rocm");
+    CHECK_THROWS_WITH_AS(engine_db().get("vllm").on(cpu), doctest::Contains("does not run on cpu devices"), InvalidArgument);
     // backends by name: one the file does not describe is "any"; a name that is no backend is an error
     CHECK(e.backend("cuda").kernel_fixed_cost_scale == 0.5);
     CHECK(e.backend("metal").backend == "any");
@@ -708,13 +730,14 @@ TEST_CASE("llama.cpp on CUDA: f16 sums where ggml asks cuBLAS and the mma for th
     const auto f16 = b.kernels_for(parse_format("F16"), "llama.cpp"), bf16 = b.kernels_for(parse_format("BF16"), "llama.cpp");
     CHECK(f16.back().compute == "fp16_acc16");
     CHECK(bf16.back().compute == "fp16");
-    // other backends and engines keep both products in attention_format and count nothing
-    for (const char* backend : {"cpu"}) {
-        CAPTURE(backend);
-        const EngineBackend& o = engine_db().get("llama.cpp").backend(backend);
-        CHECK(o.flash_qk_format == "attention");
-        CHECK(o.flash_issue_per_score.empty());
-    }
+    // the CPU backend: both products in fp32 (F16C conversion, fp32 FMA), no instruction table
+    const EngineBackend& cpu = engine_db().get("llama.cpp").backend("cpu");
+    CHECK(cpu.flash_qk_format == "fp32");
+    CHECK(cpu.flash_pv_format == "fp32");
+    CHECK(cpu.attention_format == "fp32");
+    CHECK(cpu.flash_issue_per_score.empty());
+    // an engine that writes no formats keeps both products in attention_format
+    CHECK(engine_db().get("generic").backend("any").flash_qk_format == "attention");
     // the HIP build: KQ in f32 (no TF32 there), KQV and flash attention in f16
     const EngineBackend& rocm = engine_db().get("llama.cpp").backend("rocm");
     CHECK(rocm.attention_format == "fp32");

@@ -315,6 +315,39 @@ def test_llama_cpp_cuda_on_volta_runs_dp4a_mmq_under_64_tokens_and_cublas_in_f16
     assert path("rtx-2080-ti", 512) == path("a100-sxm-80gb", 32) == "int8 matrix"
 
 
+def test_llama_cpp_on_a_cpu_runs_ggml_cpu_kernels_timed_by_their_instruction_counts():
+    """A CPU (hardware_db kind "cpu") runs llama.cpp's CPU backend, never its vendor's GPU backend: repacked Q4_0 /
+    Q4_K through the REPACK buffer's gemm, Q6_K through ggml_vec_dot per (row, token), each kernel's instructions
+    besides its dot products (calibration/cpu_kernels_asm.py) at the cores' issue rate beside its dot products at the
+    int8 peak; one token streams the weights (bound by the cores' read bandwidth)."""
+    dev = rp.device("ryzen-ai-max-395-cpu")
+    assert (dev.kind, dev.vendor) == ("cpu", "amd")
+    with pytest.raises(ValueError, match="does not run on cpu devices"):
+        rp.estimate(model="llama-2-7b", quant="Q4_0", device=dev.id, engine="vllm")
+    cpu = next(x for x in rp.engine("llama.cpp").backends if x.backend == "cpu")
+    kernels = {k.name: k for k in cpu.linear_kernels}
+    gemm = kernels["repack gemm (8 interleaved rows), 4+ tokens"]
+    vec_dot = kernels["vec_dot (generic), 2+ tokens"]
+    assert gemm.alu_format == vec_dot.alu_format == "issue" and gemm.families == ["amd-zen4", "amd-zen5"]
+    rows = {}
+    for quant in ("Q4_0", "Q6_K"):
+        e = rp.estimate(model="llama-2-7b", quant=quant, device=dev.id, prompt_tokens=512, gen_tokens=128)
+        assert e.engine == "llama.cpp"
+        b = e.breakdown
+        rows[quant] = b[(b.phase == "prefill") & (b.op == "ffn_down")].iloc[0]
+        assert rows[quant].compute == "int8 vector" and rows[quant].bound == "compute"
+        assert b[(b.phase == "decode") & (b.op == "ffn_down")].iloc[0].bound == "memory:dram"
+    int8 = dev.peak_flops("int8", "vector")
+    issue = dev.compute_units * 4 * dev.boost_clock_hz
+    per_mac = {"Q4_0": 2 / int8 + gemm.alu_ops_per_mac / issue,
+               "Q6_K": 2 / int8 + vec_dot.alu_ops_per_mac * vec_dot.alu_ops_scale["q6_k"] / issue}
+    macs = 32 * 512 * 4096 * 11008  # the prompt's down projections
+    barriers = 32 * 2 * dev.efficiency["launch_overhead_s"]  # the activations' conversion and the node's end
+    for quant, row in rows.items():  # within the generic one dequantization of each weight per call (about 0.2 %)
+        assert row.seconds == pytest.approx(macs * per_mac[quant] / dev.efficiency["compute_fraction"] + barriers,
+                                            rel=3e-3)
+
+
 def test_llama_cpp_rocm_keeps_moe_layers_of_64_experts_or_more_on_mmq():
     """On RDNA3 / RDNA3.5 ggml sends Q6_K products of more than 256 tokens to dequantization + hipBLAS, but not those
     of MoE layers of 64 experts or more (mmq.cu, the hipBLAS path's per-expert synchronization): Qwen3-30B-A3B's

@@ -286,7 +286,8 @@ public:
     std::vector<std::string> aliases;
     /// "any" first, then the backends that override it (resolved: each holds every property).
     std::vector<EngineBackend> backends;
-    /// Device vendor -> the backend the engine runs on there; empty: "any" on every vendor.
+    /// Device vendor -> the backend the engine runs on there; the key "cpu" names the backend for devices of kind
+    /// "cpu" of every vendor (a CPU never runs its vendor's GPU backend); empty: "any" on every device.
     std::map<std::string, std::string> native_backend;
     Provenance native_backend_provenance;
     /// The weight formats the engine runs at all: names, "ggml" (every GGML tensor type: llama.cpp's GGUF files),
@@ -303,8 +304,9 @@ public:
     /// name; every other name as it is.
     std::string quant_for(std::string_view quant) const;
 
-    /// The backend the engine runs on for this device. Throws InvalidArgument naming the engine and the vendor
-    /// when the engine does not run on that vendor's devices.
+    /// The backend the engine runs on for this device: a CPU's is the "cpu" entry of native_backend (a measured
+    /// host's, else its "host" entry), any other device's its vendor's. Throws InvalidArgument naming the engine and
+    /// the vendor (or "cpu") when the engine does not run there.
     const EngineBackend& on(const Device& device) const;
     /// A backend by name ("any", "cuda", ...); a backend the file does not describe is "any". NotFound for a name
     /// that is no backend.
