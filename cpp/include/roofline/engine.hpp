@@ -107,7 +107,8 @@ struct LinearKernel {
     /// Vector lane operations per multiply-add the kernel issues besides its multiply-adds (loading and unpacking
     /// quantized tiles, scales, addresses), on `alu_format` lanes: a kernel whose inner loop is bound by them runs at
     /// the lanes' rate, not the matrix units'. With `alu_on_issue` ("alu_format": "issue") they are issue slots
-    /// instead, one lane of one warp instruction each, at the device's instruction issue rate
+    /// instead, one thread instruction each (a lane of a GPU warp instruction, one instruction of a CPU core), at the
+    /// device's instruction issue rate
     /// (Device::issue_lanes_per_s), whatever unit executes them; a device that gives no issue rate runs them as
     /// alu_format (int32) operations.
     double alu_ops_per_mac = 0;

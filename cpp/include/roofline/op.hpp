@@ -25,9 +25,9 @@ struct FlopTerm {
     /// the multiply-adds that use it, in a kernel that does not pipeline the two): under derated ceilings it adds
     /// to the op's time instead of hiding under the memory time. The ideal roofline overlaps everything.
     bool overlapped = true;
-    /// true: the count is issue slots (one lane of one warp instruction each, whichever unit executes it), timed at
-    /// the device's instruction issue rate (Device::issue_lanes_per_s) where the device gives one, else as `format`
-    /// operations on `unit`.
+    /// true: the count is issue slots (one thread instruction each: a lane of a GPU warp instruction, one instruction
+    /// of a CPU core; whichever unit executes it), timed at the device's instruction issue rate
+    /// (Device::issue_lanes_per_s) where the device gives one, else as `format` operations on `unit`.
     bool issue = false;
 };
 
