@@ -131,20 +131,27 @@ KernelOccupancy LinearKernel::occupancy_on(const std::string& family) const {
             f.stream_k.value_or(o.stream_k)};
 }
 
-std::vector<LinearKernel> EngineBackend::kernels_for(const Format& weight, std::string_view engine_id) const {
-    std::vector<LinearKernel> out;
+std::vector<const LinearKernel*> kernels_for(const std::vector<LinearKernel>& kernels, const Format& weight,
+                                             std::string_view backend, std::string_view engine_id) {
+    std::vector<const LinearKernel*> out;
     double reach = 0;  // rows the kernels of every family listed so far take
-    for (const auto& k : linear_kernels) {
+    for (const auto& k : kernels) {
         if (!k.handles(weight) || k.max_rows <= reach) continue;  // shadowed by an earlier kernel
-        out.push_back(k);
+        out.push_back(&k);
         if (!k.unconditional()) continue;  // elsewhere (other families, more experts) the kernels after it run these rows
         reach = k.max_rows;
         if (!(reach < std::numeric_limits<double>::infinity())) return out;
     }
-    throw InvalidArgument("engine '" + std::string(engine_id) + "' on backend '" + backend +
+    throw InvalidArgument("engine '" + std::string(engine_id) + "' on backend '" + std::string(backend) +
                           "' has no linear kernel for weights in " + weight.name +
                           (reach == 0 ? std::string(out.empty() ? "" : " on every device family and expert count")
                                       : " above " + std::to_string(static_cast<long long>(reach)) + " rows"));
+}
+
+std::vector<LinearKernel> EngineBackend::kernels_for(const Format& weight, std::string_view engine_id) const {
+    std::vector<LinearKernel> out;
+    for (const LinearKernel* k : roofline::kernels_for(linear_kernels, weight, backend, engine_id)) out.push_back(*k);
+    return out;
 }
 
 namespace {

@@ -77,10 +77,9 @@ bool same_slot(const OpSlot& x, const OpSlot& y) {
 }  // namespace
 
 std::vector<LinearPath> linear_paths(const Format& f, const PhaseOptions& opt) {
-    EngineBackend e;
-    e.linear_kernels = *opt.linear_kernels;
     std::vector<LinearPath> out;
-    for (const LinearKernel& k : e.kernels_for(f, opt.engine_id)) {
+    for (const LinearKernel* kp : kernels_for(*opt.linear_kernels, f, "any", opt.engine_id)) {
+        const LinearKernel& k = *kp;
         LinearPath p;
         p.max_rows = k.max_rows;
         p.unit = k.unit;
@@ -539,7 +538,13 @@ PhaseOptions phase_options(const EngineBackend& e, std::string_view engine_id, c
     o.vocab_parallel = e.vocab_parallel;
     o.tensor_parallel = tp;
     o.engine_id = std::string(engine_id);
-    o.linear_kernels = std::make_shared<const std::vector<LinearKernel>>(e.linear_kernels);
+    // the kernels without their sources (long texts a plan never reads): copied once per plan
+    auto kernels = std::make_shared<std::vector<LinearKernel>>(e.linear_kernels);
+    for (LinearKernel& k : *kernels) {
+        k.provenance = {};
+        for (auto& [family, occupancy] : k.by_family) occupancy.provenance = {};
+    }
+    o.linear_kernels = std::move(kernels);
     o.op_kernels = std::make_shared<const std::map<std::string, double>>(e.op_kernels);
     o.flash_attention_version = e.flash_attention_version;
     o.attention_score_bytes = e.attention_score_bytes;

@@ -281,6 +281,11 @@ struct EngineBackend {
     std::vector<LinearKernel> kernels_for(const Format& weight, std::string_view engine_id) const;
 };
 
+/// EngineBackend::kernels_for over a kernel list, without copying the kernels: pointers into `kernels`. `backend`
+/// and `engine_id` name the list in the error.
+std::vector<const LinearKernel*> kernels_for(const std::vector<LinearKernel>& kernels, const Format& weight,
+                                             std::string_view backend, std::string_view engine_id);
+
 class Engine {
 public:
     std::string id, name, summary, based_on, origin;
