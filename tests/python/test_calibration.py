@@ -122,6 +122,12 @@ def test_host_profile_becomes_a_device(rp, repo, host_profile):
     # memory-bound; which level binds depends on what a --quick run measured on a loaded machine (L2 can come out
     # slower than DRAM when another process shares the cache)
     assert t.seconds > 0 and t.bound.startswith("memory:")
+    # llama.cpp runs its CPU backend there (the measured host has no counted instruction set: the generic kernels)
+    for engine in ("llama.cpp", "llama.cpp-cpu"):
+        e = rp.estimate(model="llama-3.2-1b", quant="Q4_0", device=host, engine=engine, prompt_tokens=64, gen_tokens=8)
+        assert e.decode_tokens_per_s > 0 and e.prefill_tokens_per_s > 0
+    with pytest.raises(ValueError, match="does not run on cpu devices"):
+        rp.estimate(model="llama-3.2-1b", quant="Q4_0", device=host, engine="vllm")
     df = rp.calibration.report(host_profile)
     assert df.attrs["device"] is None and df.datasheet.isna().all()
     assert {"bandwidth", "peak_flops", "gemm_flops", "launch_overhead"} <= set(df.ceiling)
