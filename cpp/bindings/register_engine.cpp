@@ -47,8 +47,7 @@ void register_engine(py::module_& m) {
         .def_readonly("alu_ops_per_mac", &LinearKernel::alu_ops_per_mac, "ALU operations beside each multiply-add")
         .def_readonly("alu_ops_scale", &LinearKernel::alu_ops_scale,
                       "alu_ops_per_mac of each weight format relative to the one it was fitted on (absent: 1)")
-        .def_property_readonly("alu_format",
-                               [](const LinearKernel& k) { return k.alu_on_issue ? std::string("issue") : std::string(dtype_name(k.alu_format)); })
+        .def_property_readonly("alu_format", &LinearKernel::alu_format_name)
         .def_readonly("launches", &LinearKernel::launches, "kernels launched per linear layer")
         .def_property_readonly("source", [](const LinearKernel& k) { return k.provenance.source; })
         .def_property_readonly("uncertain", [](const LinearKernel& k) { return k.provenance.uncertain; });

@@ -122,6 +122,10 @@ double LinearKernel::alu_ops_for(const Format& weight) const {
     return it == alu_ops_scale.end() ? alu_ops_per_mac : alu_ops_per_mac * it->second;
 }
 
+std::string LinearKernel::alu_format_name() const {
+    return alu_on_issue ? std::string("issue") : std::string(dtype_name(alu_format));
+}
+
 KernelOccupancy LinearKernel::occupancy_on(const std::string& family) const {
     KernelOccupancy o{efficiency, tiles_per_unit, split_k, stream_k};
     const auto it = by_family.find(family);
@@ -824,7 +828,7 @@ std::string Engine::to_json(int indent) const {
             }
             if (k.alu_ops_per_mac > 0) {
                 kj["alu_ops_per_mac"] = k.alu_ops_per_mac;
-                kj["alu_format"] = k.alu_on_issue ? std::string("issue") : std::string(dtype_name(k.alu_format));
+                kj["alu_format"] = k.alu_format_name();
                 if (!k.alu_ops_scale.empty()) kj["alu_ops_scale"] = k.alu_ops_scale;
             }
             if (k.launches != 1) kj["launches"] = k.launches;

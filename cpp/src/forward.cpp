@@ -457,13 +457,19 @@ std::vector<OpSlot> forward_slots(const Model& model, const std::vector<TensorFo
     return std::move(b.slots);
 }
 
+namespace {
+// A kernel's ALU work beside its `macs` multiply-adds (LinearPath::alu_ops_per_mac), on its lanes or issue slots.
+void add_alu_work(OpCost& op, const LinearPath& p, double macs) {
+    if (p.alu_ops_per_mac > 0) op.add_flops(Unit::vector, p.alu_format, p.alu_ops_per_mac * macs, 1.0, true, p.alu_on_issue);
+}
+}  // namespace
+
 OpCost linear_gemm(const OpSlot& s, const PhaseOptions& options, double rows, const LinearPath& p) {
     // activations in the engine's format, their multiply-adds in the kernel's compute format
     Format act = options.activation;
     act.compute = p.compute;
     OpCost op = ops::gemm(rows, s.n, s.k, act, s.format, options.activation, ops::GemmOptions{p.unit, 0, s.groups, p.dequant_overlapped});
-    if (p.alu_ops_per_mac > 0)
-        op.add_flops(Unit::vector, p.alu_format, p.alu_ops_per_mac * rows * s.n * s.k * s.groups, 1.0, true, p.alu_on_issue);
+    add_alu_work(op, p, rows * s.n * s.k * s.groups);
     op.launches *= p.launches;
     return op;
 }
@@ -472,8 +478,7 @@ OpCost moe_path_gemm(const OpSlot& s, const PhaseOptions& options, double rows, 
     Format act = options.activation;
     act.compute = p.compute;
     OpCost op = ops::moe_gemm(rows, s.top_k, s.experts, s.n, s.k, act, s.format, options.activation, p.dequant_overlapped, p.unit);
-    if (p.alu_ops_per_mac > 0)
-        op.add_flops(Unit::vector, p.alu_format, p.alu_ops_per_mac * rows * s.top_k * s.n * s.k, 1.0, true, p.alu_on_issue);
+    add_alu_work(op, p, rows * s.top_k * s.n * s.k);
     op.launches *= p.launches;
     return op;
 }

@@ -128,6 +128,8 @@ struct LinearKernel {
     bool unconditional() const { return families.empty() && !(max_experts < std::numeric_limits<double>::infinity()); }
     /// alu_ops_per_mac for weights in `weight`: × alu_ops_scale of its format.
     double alu_ops_for(const Format& weight) const;
+    /// engine_db's name of what alu_ops_per_mac counts: "issue" (alu_on_issue) or alu_format's number format.
+    std::string alu_format_name() const;
     /// efficiency, tiles_per_unit, split_k and stream_k on a device of `family` (by_family's where it names it).
     KernelOccupancy occupancy_on(const std::string& family) const;
 };
