@@ -23,6 +23,11 @@ void register_engine(py::module_& m) {
         .def_readonly("dequant_overlapped", &LinearKernel::dequant_overlapped)
         .def_readonly("efficiency", &LinearKernel::efficiency, "fraction of the unit's achievable peak it reaches")
         .def_readonly("stream_k", &LinearKernel::stream_k, "whether it splits its tiles' K loop over the processors")
+        .def_readonly("row_tile_step", &LinearKernel::row_tile_step,
+                      "its row tiles' step (0: powers of two from 16)")
+        .def_property_readonly(
+            "moe_row_tile", [](const LinearKernel& k) { return std::string(k.moe_tile_from_batch ? "batch" : "expert"); },
+            "a MoE call's row tile: 'expert' (each expert's share) or 'batch' (one tile for the batch's tokens)")
         .def_readonly("tiles_per_unit", &LinearKernel::tiles_per_unit, "tiles resident on one compute unit at once")
         .def_readonly("split_k", &LinearKernel::split_k,
                       "fewer tiles than processors: the K loop split over the idle ones (False: they stay idle)")
@@ -48,6 +53,10 @@ void register_engine(py::module_& m) {
         .def_readonly("alu_ops_scale", &LinearKernel::alu_ops_scale,
                       "alu_ops_per_mac of each weight format relative to the one it was fitted on (absent: 1)")
         .def_property_readonly("alu_format", &LinearKernel::alu_format_name)
+        .def_readonly("alu_weight_share", &LinearKernel::alu_weight_share,
+                      "share of alu_ops_per_mac a tile spends once per weight, for all its rows")
+        .def_readonly("moe_launches", &LinearKernel::moe_launches,
+                      "kernels per call of a mixture-of-experts layer (0: launches)")
         .def_readonly("launches", &LinearKernel::launches, "kernels launched per linear layer")
         .def_property_readonly("source", [](const LinearKernel& k) { return k.provenance.source; })
         .def_property_readonly("uncertain", [](const LinearKernel& k) { return k.provenance.uncertain; });

@@ -249,6 +249,8 @@ LinearKernel parse_kernel(JsonObject& k) {
     if (auto t = k.opt_number("tile_m", 1, 1e6)) x.tile_m = *t;
     if (auto t = k.opt_number("tile_n", 1, 1e6)) x.tile_n = *t;
     x.stream_k = k.opt_bool("stream_k", false);
+    if (k.has("moe_row_tile")) x.moe_tile_from_batch = k.choice("moe_row_tile", {"expert", "batch"}) == "batch";
+    if (auto s = k.opt_number("row_tile_step", 1, 1e6)) x.row_tile_step = *s;
     if (auto d = k.opt_number("dequant_every_rows", 0, 1e9)) x.dequant_every_rows = *d;
     x.dequant_overlapped = k.opt_bool("dequant_overlapped", true);
     if (auto e = k.opt_number("efficiency", 1e-3, 1)) x.efficiency = *e;
@@ -273,6 +275,7 @@ LinearKernel parse_kernel(JsonObject& k) {
         fams->finish();
     }
     if (auto a = k.opt_number("alu_ops_per_mac", 0, 1e3)) x.alu_ops_per_mac = *a;
+    if (auto share = k.opt_number("alu_weight_share", 0, 1)) x.alu_weight_share = *share;
     if (k.has("alu_format")) {
         const std::string f = k.choice("alu_format", {"int32", "fp32", "fp16", "issue"});
         x.alu_on_issue = f == "issue";
@@ -303,6 +306,10 @@ LinearKernel parse_kernel(JsonObject& k) {
     if (auto l = k.opt_number("launches", 1, 64)) {
         if (std::floor(*l) != *l) k.fail("launches", "must be a whole number of kernels, got " + std::to_string(*l));
         x.launches = *l;
+    }
+    if (auto l = k.opt_number("moe_launches", 1, 64)) {
+        if (std::floor(*l) != *l) k.fail("moe_launches", "must be a whole number of kernels, got " + std::to_string(*l));
+        x.moe_launches = *l;
     }
     x.provenance = provenance_of(k);
     k.finish();
@@ -806,6 +813,8 @@ std::string Engine::to_json(int indent) const {
                 kj["tile_m"] = k.tile_m;
                 kj["tile_n"] = k.tile_n;
                 if (k.stream_k) kj["stream_k"] = true;
+                if (k.moe_tile_from_batch) kj["moe_row_tile"] = "batch";
+                if (k.row_tile_step > 0) kj["row_tile_step"] = k.row_tile_step;
             }
             if (k.dequant_every_rows > 0) kj["dequant_every_rows"] = k.dequant_every_rows;
             kj["dequant_overlapped"] = k.dequant_overlapped;
@@ -829,9 +838,11 @@ std::string Engine::to_json(int indent) const {
             if (k.alu_ops_per_mac > 0) {
                 kj["alu_ops_per_mac"] = k.alu_ops_per_mac;
                 kj["alu_format"] = k.alu_format_name();
+                if (k.alu_weight_share > 0) kj["alu_weight_share"] = k.alu_weight_share;
                 if (!k.alu_ops_scale.empty()) kj["alu_ops_scale"] = k.alu_ops_scale;
             }
             if (k.launches != 1) kj["launches"] = k.launches;
+            if (k.moe_launches > 0) kj["moe_launches"] = k.moe_launches;
             if (!k.fallback_compute.empty()) kj["fallback_compute"] = k.fallback_compute;
             kj["source"] = k.provenance.source;
             if (!k.provenance.uncertain.empty()) kj["uncertain"] = k.provenance.uncertain;

@@ -89,6 +89,8 @@ std::vector<LinearPath> linear_paths(const Format& f, const PhaseOptions& opt) {
         p.tile_m = k.tile_m;
         p.tile_n = k.tile_n;
         p.stream_k = k.stream_k;
+        p.moe_tile_from_batch = k.moe_tile_from_batch;
+        p.row_tile_step = k.row_tile_step;
         p.dequant_every_rows = k.dequant_every_rows;
         p.dequant_overlapped = k.dequant_overlapped;
         p.efficiency = k.efficiency;
@@ -98,7 +100,9 @@ std::vector<LinearPath> linear_paths(const Format& f, const PhaseOptions& opt) {
         p.alu_ops_per_mac = k.alu_ops_for(f);
         p.alu_format = k.alu_format;
         p.alu_on_issue = k.alu_on_issue;
+        p.alu_weight_share = k.alu_weight_share;
         p.launches = k.launches;
+        p.moe_launches = k.moe_launches > 0 ? k.moe_launches : k.launches;
         p.families = k.families;
         p.max_experts = k.max_experts;
         if (!k.fallback_compute.empty()) {
@@ -368,7 +372,12 @@ std::vector<OpSlot> forward_slots(const Model& model, const std::vector<TensorFo
                     b.rows("ffn_act", RowsBuilder::elementwise, a.n_expert_used * a.expert_ffn / tp, activation_flops(a.activation) + 1, 2, 1)
                         .fused_at_one_row = options.matvec_fused_glu;
                 b.moe(t, r).merged_at_one_row = options.matvec_fused_glu && r == "ffn_up_exps";
-                if (r == "ffn_down_exps") b.rows("moe_combine", RowsBuilder::elementwise, H, 2.0 * a.n_expert_used, a.n_expert_used, 1);
+                if (r == "ffn_down_exps") {
+                    b.rows("moe_combine", RowsBuilder::elementwise, H, 2.0 * a.n_expert_used, a.n_expert_used, 1);
+                    // the layer's residual add: a kernel of its own after the experts' sum (ggml-cuda and ggml-metal
+                    // fuse no further add into it: the expert views' strides differ from the residual stream's)
+                    b.rows("residual_add", RowsBuilder::elementwise, H, 1, 2, 1);
+                }
                 break;
             case Role::attn_output: {
                 // attention happens between the projections and attn_output
@@ -458,37 +467,43 @@ std::vector<OpSlot> forward_slots(const Model& model, const std::vector<TensorFo
 }
 
 namespace {
-// A kernel's ALU work beside its `macs` multiply-adds (LinearPath::alu_ops_per_mac), on its lanes or issue slots.
-void add_alu_work(OpCost& op, const LinearPath& p, double macs) {
-    if (p.alu_ops_per_mac > 0) op.add_flops(Unit::vector, p.alu_format, p.alu_ops_per_mac * macs, 1.0, true, p.alu_on_issue);
+// A kernel's ALU work beside its `macs` multiply-adds (LinearPath::alu_ops_per_mac), on its lanes or issue slots,
+// taking `factor` (alu_tile_factor, >= 1) times as long in its tiles: its utilization 1 / factor (the pure roofline,
+// which has no tiles, counts the work once)
+void add_alu_work(OpCost& op, const LinearPath& p, double macs, double factor) {
+    if (p.alu_ops_per_mac > 0) op.add_flops(Unit::vector, p.alu_format, p.alu_ops_per_mac * macs, 1 / factor, true, p.alu_on_issue);
 }
 }  // namespace
 
-OpCost linear_gemm(const OpSlot& s, const PhaseOptions& options, double rows, const LinearPath& p) {
+OpCost linear_gemm(const OpSlot& s, const PhaseOptions& options, double rows, const LinearPath& p, double alu_factor) {
     // activations in the engine's format, their multiply-adds in the kernel's compute format
     Format act = options.activation;
     act.compute = p.compute;
     OpCost op = ops::gemm(rows, s.n, s.k, act, s.format, options.activation, ops::GemmOptions{p.unit, 0, s.groups, p.dequant_overlapped});
-    add_alu_work(op, p, rows * s.n * s.k * s.groups);
+    add_alu_work(op, p, rows * s.n * s.k * s.groups, alu_factor);
     op.launches *= p.launches;
     return op;
 }
 
-OpCost moe_path_gemm(const OpSlot& s, const PhaseOptions& options, double rows, const LinearPath& p) {
+OpCost moe_path_gemm(const OpSlot& s, const PhaseOptions& options, double rows, const LinearPath& p, double alu_factor) {
     Format act = options.activation;
     act.compute = p.compute;
     OpCost op = ops::moe_gemm(rows, s.top_k, s.experts, s.n, s.k, act, s.format, options.activation, p.dequant_overlapped, p.unit);
-    add_alu_work(op, p, rows * s.top_k * s.n * s.k);
-    op.launches *= p.launches;
+    add_alu_work(op, p, rows * s.top_k * s.n * s.k, alu_factor);
+    op.launches *= p.moe_launches;
     return op;
 }
 
-double moe_utilization(const OpSlot& s, const PhaseOptions& options, double routed, double active, const LinearPath& p) {
-    if (p.unit != Unit::matrix) return 1.0;
+ops::TileUse moe_tile_use(const OpSlot& s, const PhaseOptions& options, double routed, double active, const LinearPath& p) {
+    if (p.unit != Unit::matrix) return {};
     const KernelOccupancy o = p.occupancy_on(options.device_family);
-    return ops::moe_gemm_utilization(routed, active, s.n, p.tile_m, p.tile_n, options.compute_units * o.tiles_per_unit,
-                                     s.experts > 0 ? std::min(1.0, s.top_k / s.experts) : 1.0, o.stream_k, o.split_k) *
-           o.efficiency;
+    // a kernel tiling the batch's tokens picks its tile for them: the routed rows over top_k
+    const double tile_rows = p.moe_tile_from_batch && s.top_k > 0 ? routed / s.top_k : 0.0;
+    ops::TileUse u = ops::moe_gemm_tile_use(routed, active, s.n, p.tile_m, p.tile_n, options.compute_units * o.tiles_per_unit,
+                                            s.experts > 0 ? std::min(1.0, s.top_k / s.experts) : 1.0, o.stream_k,
+                                            o.split_k, tile_rows, p.row_tile_step);
+    u.busy *= o.efficiency;
+    return u;
 }
 
 OpCost linear_dequant_pass(const OpSlot& s, const LinearPath& p) {
@@ -497,13 +512,20 @@ OpCost linear_dequant_pass(const OpSlot& s, const LinearPath& p) {
     return op;
 }
 
-double linear_utilization(const OpSlot& s, const PhaseOptions& options, double rows, const LinearPath& p) {
-    if (p.unit != Unit::matrix) return 1.0;
-    const KernelOccupancy o = p.occupancy_on(options.device_family);
-    return ops::gemm_utilization(rows, s.n * s.groups, p.tile_m, p.tile_n, options.compute_units * o.tiles_per_unit,
-                                 o.stream_k, o.split_k) *
-           o.efficiency;
+double alu_tile_factor(const LinearPath& p, const ops::TileUse& u) {
+    if (!(u.rows > 0)) return 1.0;
+    return (p.alu_weight_share * p.tile_m / u.rows + 1 - p.alu_weight_share) / u.fill;
 }
+
+ops::TileUse linear_tile_use(const OpSlot& s, const PhaseOptions& options, double rows, const LinearPath& p) {
+    if (p.unit != Unit::matrix) return {};
+    const KernelOccupancy o = p.occupancy_on(options.device_family);
+    ops::TileUse u = ops::gemm_tile_use(rows, s.n * s.groups, p.tile_m, p.tile_n, options.compute_units * o.tiles_per_unit,
+                                        o.stream_k, o.split_k, p.row_tile_step);
+    u.busy *= o.efficiency;
+    return u;
+}
+
 
 std::shared_ptr<const std::vector<LinearKernel>> PhaseOptions::default_linear_kernels() {
     static const auto kernels = std::make_shared<const std::vector<LinearKernel>>(std::vector<LinearKernel>{LinearKernel{}});
@@ -613,18 +635,18 @@ OpCost slot_cost(const OpSlot& s, const PhaseOptions& options, double batch, dou
         }
         case SlotKind::linear: {
             const LinearPath& p = s.paths[linear_path(s, rows, options.device_family)];
-            op = linear_gemm(s, options, rows, p);
-            if (p.unit == Unit::matrix) op.set_utilization(Unit::matrix, linear_utilization(s, options, rows, p));
+            const ops::TileUse u = linear_tile_use(s, options, rows, p);
+            op = linear_gemm(s, options, rows, p, alu_tile_factor(p, u));
+            if (p.unit == Unit::matrix) op.set_utilization(Unit::matrix, u.utilization());
             const double extra = linear_extra_dequant_passes(s, p, rows);
             if (extra > 0) op += linear_dequant_pass(s, p).scaled(extra);
             break;
         }
         case SlotKind::moe: {
             const LinearPath& p = s.paths[linear_path(s, rows, options.device_family)];
-            op = moe_path_gemm(s, options, rows, p);
-            if (p.unit == Unit::matrix)
-                op.set_utilization(Unit::matrix, moe_utilization(s, options, rows * s.top_k,
-                                                                 ops::expected_active_experts(s.experts, s.top_k, rows), p));
+            const ops::TileUse u = moe_tile_use(s, options, rows * s.top_k, ops::expected_active_experts(s.experts, s.top_k, rows), p);
+            op = moe_path_gemm(s, options, rows, p, alu_tile_factor(p, u));
+            if (p.unit == Unit::matrix) op.set_utilization(Unit::matrix, u.utilization());
             break;
         }
         case SlotKind::attention: {

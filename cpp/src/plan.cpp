@@ -171,16 +171,17 @@ std::function<std::string()> slot_compute(const PlanSlot& s, double rows) {
 // Utilizations of matrix paths of linear slots, computed once per group and rows within one phase.
 struct UtilCache {
     static constexpr std::size_t kGroups = 16;
-    std::array<double, kGroups> rows{}, util{};
+    std::array<double, kGroups> rows{};
+    std::array<ops::TileUse, kGroups> use{};
     UtilCache() { rows.fill(-1); }
-    double get(const PlanSlot& s, const PlanSlot::Path& p, std::size_t path, const PhaseOptions& options, double r) {
+    ops::TileUse get(const PlanSlot& s, const PlanSlot::Path& p, std::size_t path, const PhaseOptions& options, double r) {
         const LinearPath& lp = s.op->paths[path];
-        if (p.group >= kGroups) return linear_utilization(*s.op, options, r, lp);
+        if (p.group >= kGroups) return linear_tile_use(*s.op, options, r, lp);
         if (rows[p.group] != r) {
             rows[p.group] = r;
-            util[p.group] = linear_utilization(*s.op, options, r, lp);
+            use[p.group] = linear_tile_use(*s.op, options, r, lp);
         }
-        return util[p.group];
+        return use[p.group];
     }
 };
 
@@ -192,7 +193,16 @@ inline std::size_t all_reduce_path(const PlanSlot& s, double rows) {
     });
 }
 
-// A slot other than attention at `rows` rows; `util` gets the utilization its matrix compute is divided by.
+// A tiled kernel's tiles scale its ALU work per multiply-add as slot_cost times it (alu_tile_factor): a matrix path's
+// vector seconds per row are that work alone (its dequantization is per weight), so `rows` of them × the factor here;
+// the matrix seconds ÷ the utilization returned, where it is passed on.
+inline double use_tiles(OpTimes& t, const LinearPath& lp, const ops::TileUse& u, const OpTimes& per_row, double rows) {
+    t.derated.vector_s += rows * per_row.derated.vector_s * (alu_tile_factor(lp, u) - 1);
+    return u.utilization();
+}
+
+// A slot other than attention at `rows` rows; `util` gets the utilization its matrix compute is divided by (its ALU
+// work is divided by its tiles' fill already).
 inline void slot_times(OpTimes& t, const PlanSlot& s, const PhaseOptions& options, double rows, double& util, UtilCache& cache) {
     util = 1;
     switch (s.op->kind) {
@@ -201,7 +211,7 @@ inline void slot_times(OpTimes& t, const PlanSlot& s, const PhaseOptions& option
             const PlanSlot::Path& p = s.paths[k];
             const double passes = p.dequant_every_rows > 0 ? std::ceil(rows / p.dequant_every_rows) - 1 : 0.0;
             set_affine(t, p.base, rows, p.per_row, passes, p.pass);  // linear_extra_dequant_passes
-            if (p.matrix) util = cache.get(s, p, k, options, rows);
+            if (p.matrix) util = use_tiles(t, s.op->paths[k], cache.get(s, p, k, options, rows), p.per_row, rows);
             break;
         }
         case SlotKind::moe: {
@@ -209,7 +219,7 @@ inline void slot_times(OpTimes& t, const PlanSlot& s, const PhaseOptions& option
             const PlanSlot::Path& p = s.paths[k];
             const double routed = rows * s.op->top_k, active = ops::expected_active_experts(s.op->experts, s.op->top_k, rows);
             set_affine(t, p.base, routed, p.per_row, active, p.pass);
-            if (p.matrix) util = moe_utilization(*s.op, options, routed, active, s.op->paths[k]);
+            if (p.matrix) util = use_tiles(t, s.op->paths[k], moe_tile_use(*s.op, options, routed, active, s.op->paths[k]), p.per_row, routed);
             break;
         }
         case SlotKind::all_reduce: {
@@ -489,7 +499,7 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
 
     slots.reserve(st.slots.size());
     // utilization groups: output features, per sequence, tile, stream-K, the occupancy on this device
-    std::vector<std::array<double, 8>> group_keys;
+    std::vector<std::array<double, 9>> group_keys;
     group_keys.reserve(st.slots.size());
     for (std::size_t k = 0; k < st.slots.size(); ++k) {
         const OpSlot& op = st.slots[k];
@@ -571,9 +581,9 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
                     std::uint32_t g = 0;
                     if (lp.unit == Unit::matrix) {
                         const KernelOccupancy o = lp.occupancy_on(dev.family);
-                        const std::array<double, 8> key{op.n * op.groups, op.per_sequence ? 1.0 : 0.0, lp.tile_m, lp.tile_n,
+                        const std::array<double, 9> key{op.n * op.groups, op.per_sequence ? 1.0 : 0.0, lp.tile_m, lp.tile_n,
                                                         o.stream_k ? 1.0 : 0.0, o.efficiency, o.tiles_per_unit,
-                                                        o.split_k ? 1.0 : 0.0};
+                                                        o.split_k ? 1.0 : 0.0, lp.row_tile_step};
                         while (g < group_keys.size() && group_keys[g] != key) ++g;
                         if (g == group_keys.size()) group_keys.push_back(key);
                         groups = static_cast<std::uint32_t>(group_keys.size());
@@ -1046,7 +1056,9 @@ PhaseSums EstimatePlan::Impl::step(double token_rows, double sequence_rows, cons
             const std::size_t pk = plan_path(s, rows);  // the kernel of this rank's token count
             const PlanSlot::Path& p = s.paths[pk];
             set_affine(t, p.base, routed * experts->imbalance, p.per_row, active, p.pass);
-            if (p.matrix) util = moe_utilization(*s.op, options, routed * experts->imbalance, active, s.op->paths[pk]);
+            if (p.matrix)
+                util = use_tiles(t, s.op->paths[pk], moe_tile_use(*s.op, options, routed * experts->imbalance, active, s.op->paths[pk]),
+                                 p.per_row, routed * experts->imbalance);
             if (merged_away(*s.op, rows)) t.derated.overhead_s = 0;
         } else {
             slot_times(t, s, options, rows, util, cache);

@@ -34,17 +34,28 @@ class LinearKernel:
     dequant_overlapped: CoreAttribute[bool] = CoreAttribute("whether dequantization hides under the loads")
     efficiency: CoreAttribute[float] = CoreAttribute("fraction of its unit's achievable peak it reaches")
     stream_k: CoreAttribute[bool] = CoreAttribute("whether it splits its tiles' K loop evenly over the processors")
+    row_tile_step: CoreAttribute[float] = CoreAttribute(
+        "its row tiles are multiples of this up to tile_m, the smallest covering the rows in the fewest tiles (0: powers "
+        "of two from 16)")
+    moe_row_tile: CoreAttribute[str] = CoreAttribute(
+        "a MoE call's row tile: 'expert' (covers each expert's share) or 'batch' (one tile for the batch's tokens, run "
+        "whole by every expert)")
     tiles_per_unit: CoreAttribute[float] = CoreAttribute("output tiles resident on one compute unit at once")
     split_k: CoreAttribute[bool] = CoreAttribute(
         "with fewer tiles than processors, whether the K loop is split over the idle ones")
     by_family: CoreAttribute[Dict[str, Dict[str, Any]]] = CoreAttribute(
         "device family -> efficiency, tiles_per_unit, split_k, stream_k and their source where the family's differ")
     alu_ops_per_mac: CoreAttribute[float] = CoreAttribute("ALU operations (unpacking, scales) beside each multiply-add")
+    alu_weight_share: CoreAttribute[float] = CoreAttribute(
+        "share of alu_ops_per_mac a tile spends once per weight (unpacking it for all its rows): smaller tiles pay it "
+        "over fewer rows")
     alu_format: CoreAttribute[str] = CoreAttribute(
         "the lanes those ALU operations run on ('int32', 'fp32' ...), or 'issue': issue slots at the device's issue rate")
     alu_ops_scale: CoreAttribute[Dict[str, float]] = CoreAttribute(
         "alu_ops_per_mac of each weight format relative to the one it was fitted on (absent: 1)")
     launches: CoreAttribute[float] = CoreAttribute("kernels launched per linear layer (e.g. quantizing the activations)")
+    moe_launches: CoreAttribute[float] = CoreAttribute(
+        "kernels launched per mixture-of-experts layer (e.g. sorting the rows by expert first); 0: launches")
     source: CoreAttribute[str] = CoreAttribute("where this comes from (file and commit, docs, measurement)")
     uncertain: CoreAttribute[str] = CoreAttribute("why the source may not settle it ('' if it does)")
 

@@ -87,6 +87,7 @@ const char* const kFullEngine = R"({
         {"name": "gemm", "weights": ["*"], "unit": "matrix", "compute": "activation", "tile_m": 64, "tile_n": 32,
          "stream_k": true, "dequant_every_rows": 32, "dequant_overlapped": false, "efficiency": 0.8, "alu_ops_per_mac": 0.5,
          "alu_format": "int32", "alu_ops_scale": {"q4_k": 1.17, "q8_0": 0.83}, "launches": 2, "tiles_per_unit": 2,
+         "moe_row_tile": "batch", "moe_launches": 3, "row_tile_step": 8, "alu_weight_share": 0.25,
          "by_family": {"amd-rdna3.5": {"tiles_per_unit": 0.5, "split_k": false, "source": "f1", "uncertain": "f2"},
                        "amd-cdna3": {"efficiency": 0.6, "stream_k": false, "source": "f3"}},
          "source": "k2", "uncertain": "a guess"}
@@ -204,6 +205,8 @@ void check_same_backend(const EngineBackend& a, const EngineBackend& b) {
             CHECK(x.tile_m == y.tile_m);
             CHECK(x.tile_n == y.tile_n);
             CHECK(x.stream_k == y.stream_k);
+            CHECK(x.moe_tile_from_batch == y.moe_tile_from_batch);
+            CHECK(x.row_tile_step == y.row_tile_step);
         }
         CHECK(x.dequant_every_rows == y.dequant_every_rows);
         CHECK(x.dequant_overlapped == y.dequant_overlapped);
@@ -211,6 +214,7 @@ void check_same_backend(const EngineBackend& a, const EngineBackend& b) {
         CHECK(x.alu_ops_per_mac == y.alu_ops_per_mac);
         CHECK(x.alu_format == y.alu_format);
         CHECK(x.alu_on_issue == y.alu_on_issue);
+        CHECK(x.alu_weight_share == y.alu_weight_share);
         CHECK(x.alu_ops_scale == y.alu_ops_scale);
         CHECK(x.tiles_per_unit == y.tiles_per_unit);
         CHECK(x.split_k == y.split_k);
@@ -227,6 +231,7 @@ void check_same_backend(const EngineBackend& a, const EngineBackend& b) {
             CHECK(f.provenance.uncertain == y.by_family.at(family).provenance.uncertain);
         }
         CHECK(x.launches == y.launches);
+        CHECK(x.moe_launches == y.moe_launches);
         CHECK(x.provenance.source == y.provenance.source);
         CHECK(x.provenance.uncertain == y.provenance.uncertain);
     }
@@ -468,6 +473,18 @@ TEST_CASE("parse_engine: errors name the origin and the field path") {
     SUBCASE("stream_k that is not a boolean") {
         check_error(with(kTinyEngine, R"("tile_n": 64, "source")", R"("tile_n": 64, "stream_k": "yes", "source")"),
                     {"backends.any.linear_kernels.value[1].stream_k", "yes"});
+    }
+    SUBCASE("a MoE row tile other than 'expert' or 'batch', MoE launches not a whole number") {
+        check_error(with(kTinyEngine, R"("tile_n": 64, "source")", R"("tile_n": 64, "moe_row_tile": "tokens", "source")"),
+                    {"backends.any.linear_kernels.value[1].moe_row_tile", "tokens", "expert, batch"});
+        check_error(with(kTinyEngine, R"("tile_n": 64, "source")", R"("tile_n": 64, "moe_launches": 2.5, "source")"),
+                    {"backends.any.linear_kernels.value[1].moe_launches", "whole number"});
+        check_error(with(kTinyEngine, R"("tile_n": 64, "source")", R"("tile_n": 64, "moe_launches": 0, "source")"),
+                    {"backends.any.linear_kernels.value[1].moe_launches"});
+        check_error(with(kTinyEngine, R"("tile_n": 64, "source")", R"("tile_n": 64, "row_tile_step": 0, "source")"),
+                    {"backends.any.linear_kernels.value[1].row_tile_step"});
+        check_error(with(kTinyEngine, R"("tile_n": 64, "source")", R"("tile_n": 64, "alu_weight_share": 1.5, "source")"),
+                    {"backends.any.linear_kernels.value[1].alu_weight_share"});
     }
     SUBCASE("a kernel's occupancy on a device family: lower-case family, known keys, a source, values in range") {
         const std::string tile = R"("tile_n": 64, "source")";
@@ -931,6 +948,13 @@ TEST_CASE("to_json round-trips every engine through parse_engine") {
     CHECK_FALSE(again.backend("any").linear_kernels.back().dequant_overlapped);
     CHECK(again.backend("any").linear_kernels.back().stream_k);
     CHECK_FALSE(again.backend("any").linear_kernels.front().stream_k);  // absent: whole waves
+    CHECK(again.backend("any").linear_kernels.back().moe_tile_from_batch);
+    CHECK_FALSE(again.backend("any").linear_kernels.front().moe_tile_from_batch);  // absent: each expert's share
+    CHECK(again.backend("any").linear_kernels.back().moe_launches == 3);
+    CHECK(again.backend("any").linear_kernels.front().moe_launches == 0);  // absent: its launches
+    CHECK(again.backend("any").linear_kernels.back().row_tile_step == 8);
+    CHECK(again.backend("any").linear_kernels.back().alu_weight_share == 0.25);
+    CHECK(again.backend("any").linear_kernels.front().row_tile_step == 0);  // absent: powers of two
     CHECK(again.backend("any").linear_kernels.front().families == std::vector<std::string>{"nvidia-gb10", "amd-rdna3.5"});
     CHECK(again.backend("any").linear_kernels.back().families.empty());  // absent: every family
     CHECK(again.backend("any").linear_kernels.front().max_experts == 63);

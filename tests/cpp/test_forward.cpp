@@ -11,6 +11,7 @@
 #include "test_helpers.hpp"
 
 #include <cmath>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -293,4 +294,21 @@ TEST_CASE("a prompt of a head size the engine's fused kernel does not take runs 
     CHECK(prompt_attention(o, 112) == ops::AttentionKind::standard);
     o.attention = ops::AttentionKind::standard;
     CHECK(prompt_attention(o, 128) == ops::AttentionKind::standard);  // flash off stays off
+}
+
+TEST_CASE("a tiled kernel's ALU work per multiply-add: its weight unpacking over the tile's rows, its padded rows") {
+    LinearPath p;
+    p.tile_m = 128;
+    p.alu_weight_share = 0.226;  // ggml's MMQ on sm_86 (engine_db)
+    // a full tile of tile_m rows: as counted
+    CHECK(alu_tile_factor(p, ops::TileUse{1, 1, 128}) == doctest::Approx(1.0));
+    // a 64-row tile unpacks its weights for half as many rows; half of those rows padding doubles it again
+    CHECK(alu_tile_factor(p, ops::TileUse{1, 1, 64}) == doctest::Approx(0.226 * 2 + 0.774));
+    CHECK(alu_tile_factor(p, ops::TileUse{0.5, 1, 64}) == doctest::Approx(2 * (0.226 * 2 + 0.774)));
+    // idle processors of a last wave are the matrix work's alone
+    CHECK(alu_tile_factor(p, ops::TileUse{1, 0.5, 128}) == doctest::Approx(1.0));
+    // no tiles (a vector path): as counted
+    CHECK(alu_tile_factor(p, ops::TileUse{}) == 1.0);
+    p.alu_weight_share = 0;
+    CHECK(alu_tile_factor(p, ops::TileUse{0.25, 1, 32}) == doctest::Approx(4.0));
 }

@@ -78,6 +78,39 @@ TEST_CASE("gemm utilization: whole waves of tiles, unless the kernel decomposes 
     CHECK(gemm_utilization(4096, 128, 128, 128, 20, false, false) == gemm_utilization(4096, 128, 128, 128, 20));
 }
 
+TEST_CASE("a GEMM's tile use: the tiles' fill times the waves' busy processors") {
+    using roofline::ops::gemm_tile_use;
+    using roofline::ops::moe_gemm_tile_use;
+    // 100 rows in a 128-row tile: 100/128 of it holds output; 32 tiles on 20 processors: 2 waves, 32 of 40 slots busy
+    const auto u = gemm_tile_use(100, 4096, 128, 128, 20, false, false);
+    CHECK(u.fill == doctest::Approx(100.0 / 128));
+    CHECK(u.busy == doctest::Approx(32.0 / 40));
+    CHECK(u.utilization() == doctest::Approx(roofline::ops::gemm_utilization(100, 4096, 128, 128, 20, false, false)));
+    CHECK(gemm_tile_use(100, 4096, 128, 128, 20, true).busy == 1.0);  // stream-K: 0.8 < 0.9, the K loops split
+    // Qwen3-30B-A3B's gate experts in a 512-token batch's 128-row tile: a quarter full, 768 tiles in whole waves
+    const auto e = moe_gemm_tile_use(4096, 128, 768, 128, 128, 132, 8.0 / 128, true, true, 512);
+    CHECK(e.fill == doctest::Approx(0.25).epsilon(1e-6));
+    CHECK(e.busy == doctest::Approx(768.0 / 792));
+    CHECK(gemm_tile_use(0, 4096, 128, 128, 20).utilization() == 1.0);
+    CHECK(gemm_tile_use(100, 4096, 128, 128, 20).rows == 128);  // powers of two from 16
+    // a kernel whose tiles come in steps of 8 (ggml's MMQ) takes the smallest that covers the rows in the fewest
+    // tiles: 65 rows in one of 72, 300 in three of 104, 512 in four of 128, 5 in one of 8
+    for (const auto& [m, tile] : std::vector<std::pair<double, double>>{{65, 72}, {300, 104}, {512, 128}, {5, 8}, {128, 128}}) {
+        CAPTURE(m);
+        const auto s = gemm_tile_use(m, 4096, 128, 128, 20, true, true, 8);
+        CHECK(s.rows == tile);
+        CHECK(s.fill == doctest::Approx(m / (std::ceil(m / tile) * tile)));
+    }
+    // the batch's tile for MoE experts follows the same list: 129 tokens take two tiles of 72, which each expert's 8
+    // rows fill better than the one 128-row tile of 128 tokens
+    const auto t128 = moe_gemm_tile_use(128 * 8, 128, 768, 128, 128, 132, 8.0 / 128, true, true, 128, 8);
+    const auto t129 = moe_gemm_tile_use(129 * 8, 128, 768, 128, 128, 132, 8.0 / 128, true, true, 129, 8);
+    CHECK(t128.rows == 128);
+    CHECK(t129.rows == 72);
+    CHECK(t129.fill > t128.fill);
+    CHECK_THROWS_AS(gemm_tile_use(65, 4096, 128, 128, 20, true, true, -8), InvalidArgument);
+}
+
 TEST_CASE("grouped (MoE) GEMM utilization: each expert's rows in row tiles of their own") {
     using roofline::ops::gemm_utilization;
     using roofline::ops::moe_gemm_utilization;
@@ -93,6 +126,18 @@ TEST_CASE("grouped (MoE) GEMM utilization: each expert's rows in row tiles of th
     CHECK(moe_gemm_utilization(0, 0, 4096, 128, 128, 132, 0.5) == 1.0);
     CHECK_THROWS_AS(moe_gemm_utilization(4096, 128, 768, 32, 64, 40, 1.5), InvalidArgument);
     CHECK(moe_gemm_utilization(4096, 128, 768, 32, 64, 40, 8.0 / 128) <= 1.0);
+    // a kernel that picks its row tile for the batch (ggml's MMQ: 512 tokens, the 128-row tile) runs each expert's 32
+    // rows (top-8 of 128 experts) in a tile of 128: a quarter full, and more row tiles than the batch's 4 per expert
+    // are never needed (P(rows > 128) is nil)
+    const double batch = moe_gemm_utilization(4096, 128, 768, 128, 128, 128, 8.0 / 128, true, true, 512);
+    CHECK(batch == doctest::Approx(4096.0 * 768 / (128 * 6 * 128.0 * 128)).epsilon(1e-6));  // 768 tiles: 6 whole waves
+    CHECK(batch == doctest::Approx(0.25).epsilon(1e-6));
+    // the same tile picked for each expert's 32 rows fills 1 / 1.47 of it (above)
+    CHECK(moe_gemm_utilization(4096, 128, 768, 128, 128, 128, 8.0 / 128, true, true) > 2.5 * batch);
+    // a batch of 32 tokens: the tile the batch picks is the one its shares pick (32 rows, one expert each)
+    CHECK(moe_gemm_utilization(32, 1, 768, 128, 128, 132, 1, true, true, 32) ==
+          doctest::Approx(moe_gemm_utilization(32, 1, 768, 128, 128, 132, 1, true, true)));
+    CHECK_THROWS_AS(moe_gemm_utilization(4096, 128, 768, 128, 128, 132, 0.0625, true, true, -1), InvalidArgument);
 }
 
 TEST_CASE("gemv is the m = 1 gemm on vector units") {

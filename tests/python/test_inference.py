@@ -385,3 +385,57 @@ def test_moe_experts_run_the_engines_kernels_with_their_own_row_tiles():
     dense = expert_op(moe(8, 8), "BF16", "m4-max-40c", 512)
     assert sparse.flops == pytest.approx(dense.flops, rel=1e-9)
     assert dense.flops_per_s / sparse.flops_per_s == pytest.approx(1.47, abs=0.05)
+
+
+def test_llama_cpp_mmq_runs_each_experts_rows_in_the_batchs_tile():
+    """ggml-cuda's MMQ picks its token tile for the batch (mul_mat_q_switch_J from ncols_max = the batch's tokens):
+    in a 512-token prompt every expert of Qwen3-30B-A3B (top-8 of 128, 32 rows each on average) runs a 128-row tile
+    a quarter full, its unpacking as well as its MMAs; Metal's kernel_mul_mm_id tiles each expert's own rows. A batch
+    of 32 tokens picks the 32-row tile, which its expert products (one row per expert on average) fill no better."""
+    def experts(device, tokens, model="qwen3-30b-a3b"):
+        b = rp.estimate(model=model, quant="Q4_K_M", device=device, prompt_tokens=tokens, gen_tokens=0,
+                        flash_attention=True, ubatch_tokens=tokens).breakdown
+        return b[(b.phase == "prefill") & (b.op == "ffn_gate_exps")].iloc[0]
+
+    kernels = rp.engine("llama.cpp").backend("cuda").linear_kernels
+    mmq = next(k for k in kernels if k.name == "mul_mat_q (MMQ)")
+    assert mmq.moe_row_tile == "batch" and mmq.moe_launches == 3 and mmq.launches == 2
+    assert next(k for k in kernels if k.name.startswith("mul_mat_vec_q")).moe_row_tile == "expert"
+    # per routed row the 512-token prompt's experts run at a quarter of a dense layer's MMQ rate (the tile's fill),
+    # every component of the kernel stretched alike
+    dense = rp.estimate(model="llama-3.1-8b", quant="Q4_K_M", device="h100-sxm", prompt_tokens=512, gen_tokens=0,
+                        flash_attention=True).breakdown
+    gate = dense[(dense.phase == "prefill") & (dense.op == "ffn_gate")].iloc[0]
+    moe = experts("h100-sxm", 512)
+    assert moe.compute == gate.compute == "int8 matrix"
+    # (768 tiles of the experts' gate on 132 SMs: whole waves, 97 % busy; the dense gate stream-K; the experts' third
+    # launch, sorting the rows, beside them)
+    assert moe.flops_per_s / gate.flops_per_s == pytest.approx(0.25 * 768 / 792, rel=0.08)
+    # Metal's per-expert tiles lose far less on the same routing
+    metal_moe = experts("m4-max-40c", 512)
+    metal_dense = rp.estimate(model="llama-3.1-8b", quant="Q4_K_M", device="m4-max-40c", prompt_tokens=512,
+                              gen_tokens=0, flash_attention=True).breakdown
+    metal_gate = metal_dense[(metal_dense.phase == "prefill") & (metal_dense.op == "ffn_gate")].iloc[0]
+    assert metal_moe.flops_per_s / metal_gate.flops_per_s > 0.5
+
+
+def test_llama_cpp_moe_layers_count_their_routing_and_combining_kernels():
+    """A MoE layer's kernels besides its products, per backend as ggml fuses them: CUDA runs the router's softmax,
+    top-k and normalisation as one topk_moe kernel, Metal as six dispatches; both weight the experts' outputs and sum
+    them in two; the layer's residual add is a kernel of its own after them (one token: each about its fixed
+    time, the bytes of a 2048-wide row beside it)."""
+    def decode(device):
+        b = rp.estimate(model="qwen3-30b-a3b", quant="Q4_K_M", device=device, prompt_tokens=16, gen_tokens=16,
+                        flash_attention=True).breakdown
+        rows = b[b.phase == "decode"].set_index("op")
+        return rows, rows.loc["attn_norm", "seconds"] / rows.loc["attn_norm", "count"]  # one kernel's fixed time
+
+    layers = 48  # Qwen3-30B-A3B
+    # (CUDA runs the attention's residual add in the output projection's mat-vec at one token, Metal does not)
+    for device, topk, adds in (("h100-sxm", 1, 1), ("m4-max-40c", 6, 2)):
+        rows, one = decode(device)
+        assert rows.loc["moe_topk", "bound"] == "overhead"
+        assert rows.loc["moe_topk", "seconds"] / rows.loc["moe_topk", "count"] == pytest.approx(topk * one, rel=0.02)
+        assert rows.loc["moe_combine", "seconds"] / rows.loc["moe_combine", "count"] == pytest.approx(2 * one, rel=0.02)
+        # the residual add after the experts is one more kernel a layer
+        assert rows.loc["residual_add", "count"] == adds * layers * 16

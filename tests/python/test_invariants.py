@@ -119,8 +119,9 @@ def test_estimates_are_deterministic(w):
 def test_more_work_never_takes_less_time(model, quant, device, batch, prompt, gen):
     """A longer prompt never makes the prefill faster, unless the engine switches a projection to another kernel
     between the two (ggml's per-type token thresholds: on RDNA3 Q6_K beyond 128 tokens goes to hipBLAS, which
-    splits the K loop over idle units where MMQ's tile per WGP leaves them idle); more generated tokens never make
-    the decode shorter."""
+    splits the K loop over idle units where MMQ's tile per WGP leaves them idle) or its experts run in tiles picked
+    for the batch (ggml's MMQ: 128 tokens take the 128-row tile, 129 two of 72, which each expert's few rows fill
+    better); more generated tokens never make the decode shorter."""
     base = estimate_or_refusal(model=model, quant=quant, device=device, batch=batch, prompt_tokens=prompt, gen_tokens=gen)
     if base is None:
         return
@@ -128,7 +129,9 @@ def test_more_work_never_takes_less_time(model, quant, device, batch, prompt, ge
     assert longer.decode_s >= base.decode_s * (1 - 1e-12)
     if longer.prefill_s < base.prefill_s * (1 - 1e-12):
         kernels = [set(map(tuple, e.breakdown.query("phase == 'prefill'")[["op", "compute"]].values)) for e in (base, longer)]
-        assert kernels[0] != kernels[1], (base.prefill_s, longer.prefill_s)  # faster only where a kernel changed
+        batch_tiled_experts = "ffn_gate_exps" in set(base.breakdown.op) and any(
+            k.moe_row_tile == "batch" for k in rp.engine(base.engine).on(rp.device(device)).linear_kernels)
+        assert kernels[0] != kernels[1] or batch_tiled_experts, (base.prefill_s, longer.prefill_s)
 
 
 def test_no_estimate_exceeds_its_ceilings_over_a_sweep():

@@ -89,6 +89,14 @@ struct LinearKernel {
     /// The kernel splits its tiles' K loop evenly over the processors (stream-K decomposition) when whole tiles
     /// would leave a wave partly idle: no wave quantization, only the row and column tiles' padding.
     bool stream_k = false;
+    /// A mixture-of-experts call's row tile: false ("moe_row_tile": "expert") each expert's rows get the smallest
+    /// tile that covers its share; true ("batch") the kernel picks one tile for the batch's token count, as for a
+    /// dense GEMM of those rows, and every expert runs whole tiles of it however few rows it was routed (ggml's MMQ:
+    /// mul_mat_q_switch_J picks J from ncols_max, the batch's tokens)
+    bool moe_tile_from_batch = false;
+    /// > 0: the row tiles it picks from are the multiples of this up to tile_m (ggml's MMQ: 8 on NVIDIA), the smallest
+    /// that covers the rows in the fewest tiles; 0: powers of two from 16 (ops::gemm_utilization)
+    double row_tile_step = 0;
     double dequant_every_rows = 0;          ///< > 0: weights dequantized again per block of this many rows
     bool dequant_overlapped = true;         ///< dequantization hides under the kernel's loads
     /// Fraction of the device's achievable peak on `unit` (Efficiency::compute_fraction, itself the fraction a
@@ -114,10 +122,16 @@ struct LinearKernel {
     double alu_ops_per_mac = 0;
     DType alu_format = DType::int32;
     bool alu_on_issue = false;
+    /// The share of alu_ops_per_mac (as counted in a tile of tile_m rows) a tile spends once per weight, unpacking its
+    /// weight tile for all its rows: in a tile of r rows the work per multiply-add is alu_ops_per_mac × (share ×
+    /// tile_m / r + 1 − share) (ggml's MMQ on sm_86: 0.21, from its loop's instructions at J = 128 and 64)
+    double alu_weight_share = 0;
     /// alu_ops_per_mac of each weight format relative to the one it was measured or fitted on (format name in lower
     /// case -> factor; absent: 1): the unpacking of a K-quant block costs more instructions than a legacy block's.
     std::map<std::string, double> alu_ops_scale;
     double launches = 1;                    ///< kernels per call (2: activations quantized first, e.g. to q8_1)
+    /// kernels per call of a mixture-of-experts layer (sorting the routed rows by expert first); 0: `launches`
+    double moe_launches = 0;
     Provenance provenance;
 
     /// Whether it runs linear layers whose weights are in `weight`.

@@ -8,6 +8,7 @@
 #include "roofline/model.hpp"
 #include "roofline/op.hpp"
 #include "roofline/ops/attention.hpp"
+#include "roofline/ops/linear.hpp"
 #include "roofline/weights.hpp"
 
 #include <cmath>
@@ -105,6 +106,8 @@ struct LinearPath {
     DType compute = DType::fp16;
     double tile_m = 64, tile_n = 64;
     bool stream_k = false;          ///< LinearKernel::stream_k: no wave quantization
+    bool moe_tile_from_batch = false;  ///< LinearKernel::moe_tile_from_batch
+    double row_tile_step = 0;          ///< LinearKernel::row_tile_step
     double dequant_every_rows = 0;
     bool dequant_overlapped = true;
     double efficiency = 1;          ///< LinearKernel::efficiency: divides the matrix compute with the tile utilization
@@ -121,7 +124,9 @@ struct LinearPath {
     double alu_ops_per_mac = 0;     ///< LinearKernel::alu_ops_per_mac, on alu_format lanes
     DType alu_format = DType::int32;
     bool alu_on_issue = false;      ///< LinearKernel::alu_on_issue: alu_ops_per_mac are issue slots
+    double alu_weight_share = 0;    ///< LinearKernel::alu_weight_share
     double launches = 1;
+    double moe_launches = 1;        ///< LinearKernel::moe_launches (its launches where it gives none)
     bool has_fallback = false;      ///< LinearKernel::fallback_compute: where the device lacks `compute` units
     DType fallback = DType::fp16;
     std::vector<std::string> families;  ///< LinearKernel::families: run on devices of these only (empty: all)
@@ -130,10 +135,10 @@ struct LinearPath {
     bool runs(const std::string& family, double experts) const { return kernel_runs(families, max_experts, family, experts); }
     bool operator==(const LinearPath& o) const {
         return max_rows == o.max_rows && unit == o.unit && compute == o.compute && tile_m == o.tile_m &&
-               tile_n == o.tile_n && stream_k == o.stream_k && dequant_every_rows == o.dequant_every_rows && dequant_overlapped == o.dequant_overlapped &&
+               tile_n == o.tile_n && stream_k == o.stream_k && moe_tile_from_batch == o.moe_tile_from_batch && row_tile_step == o.row_tile_step && dequant_every_rows == o.dequant_every_rows && dequant_overlapped == o.dequant_overlapped &&
                efficiency == o.efficiency && tiles_per_unit == o.tiles_per_unit && split_k == o.split_k &&
-               by_family == o.by_family && alu_ops_per_mac == o.alu_ops_per_mac && alu_format == o.alu_format && alu_on_issue == o.alu_on_issue &&
-               launches == o.launches && has_fallback == o.has_fallback && fallback == o.fallback && families == o.families &&
+               by_family == o.by_family && alu_ops_per_mac == o.alu_ops_per_mac && alu_format == o.alu_format && alu_on_issue == o.alu_on_issue && alu_weight_share == o.alu_weight_share &&
+               launches == o.launches && moe_launches == o.moe_launches && has_fallback == o.has_fallback && fallback == o.fallback && families == o.families &&
                max_experts == o.max_experts;
     }
 };
@@ -201,15 +206,17 @@ inline std::size_t linear_path(const OpSlot& s, double rows, const std::string& 
     return i;
 }
 /// A linear slot's GEMM over `rows` rows through path `p`, with utilization 1 and its weights dequantized once: the
-/// multiply-adds on p's unit in p's compute format, p's ALU work per multiply-add on its lanes, p's launches.
-OpCost linear_gemm(const OpSlot& slot, const PhaseOptions& options, double rows, const LinearPath& p);
+/// multiply-adds on p's unit in p's compute format, p's ALU work per multiply-add on its lanes (× `alu_factor`, its
+/// tiles' alu_tile_factor), p's launches.
+OpCost linear_gemm(const OpSlot& slot, const PhaseOptions& options, double rows, const LinearPath& p, double alu_factor = 1);
 /// A moe slot's expert GEMMs for `rows` token rows through path `p` (the path of the token count, as ggml's
 /// MUL_MAT_ID chooses its kernel), with utilization 1: ops::moe_gemm with the multiply-adds on p's unit in p's
-/// compute format, p's ALU work per multiply-add of the routed rows on its lanes, p's launches.
-OpCost moe_path_gemm(const OpSlot& slot, const PhaseOptions& options, double rows, const LinearPath& p);
-/// Fraction of the matrix units a moe slot's path keeps busy with `routed` rows over `active` experts
-/// (ops::moe_gemm_utilization on p's tiles and occupancy × its efficiency); 1 on vector units.
-double moe_utilization(const OpSlot& slot, const PhaseOptions& options, double routed, double active, const LinearPath& p);
+/// compute format, p's ALU work per multiply-add of the routed rows on its lanes (× `alu_factor`, as linear_gemm),
+/// p's launches per MoE call.
+OpCost moe_path_gemm(const OpSlot& slot, const PhaseOptions& options, double rows, const LinearPath& p, double alu_factor = 1);
+/// How a moe slot's path uses its tiles with `routed` rows over `active` experts (ops::moe_gemm_tile_use on p's
+/// tiles and occupancy, its efficiency in `busy`); {1, 1} on vector units.
+ops::TileUse moe_tile_use(const OpSlot& slot, const PhaseOptions& options, double routed, double active, const LinearPath& p);
 /// A linear slot's weights dequantized once more (vector FLOPs): what each further block of rows costs a kernel
 /// that dequantizes per block (LinearPath::dequant_every_rows > 0).
 OpCost linear_dequant_pass(const OpSlot& slot, const LinearPath& p);
@@ -218,9 +225,16 @@ inline double linear_extra_dequant_passes(const OpSlot& slot, const LinearPath& 
     if (p.dequant_every_rows > 0 && slot.format.dequant_flops_per_element > 0) return std::ceil(rows / p.dequant_every_rows) - 1;
     return 0;
 }
-/// Fraction of the matrix units path `p` keeps busy at `rows` rows: ops::gemm_utilization × the kernel's efficiency;
-/// 1 on vector units.
-double linear_utilization(const OpSlot& slot, const PhaseOptions& options, double rows, const LinearPath& p);
+/// How path `p` uses its tiles at `rows` rows: ops::gemm_tile_use, the kernel's efficiency in `busy`; {1, 1} on
+/// vector units.
+ops::TileUse linear_tile_use(const OpSlot& slot, const PhaseOptions& options, double rows, const LinearPath& p);
+/// The ALU work per useful multiply-add of path `p` under tile use `u`, relative to alu_ops_per_mac (counted in full
+/// tiles of tile_m rows): × (alu_weight_share × tile_m / u.rows + 1 − alu_weight_share), a smaller tile unpacking its
+/// weights for fewer rows; ÷ u.fill, a tile's unpacking and scaling running for its padded rows too (its weights'
+/// dequantization, once per tile, does not grow). 1 without tiles. The idle processors of a last wave are charged to
+/// the matrix work only: ggml's MMQ runs 8 and 16 tiles on the 20 WGPs of an RDNA3.5 GPU 1.35x faster than dividing
+/// its unpacking by the busy share would give (tests/validation/test_kernel_microbenchmarks.py).
+double alu_tile_factor(const LinearPath& p, const ops::TileUse& u);
 
 /// Operators of one forward pass over `batch` sequences of `tokens` new tokens each, after `past` tokens
 /// already in the KV cache: prefill is (tokens = P, past = 0), a decode step at context c is (1, c - 1).

@@ -68,35 +68,58 @@ OpCost moe_gemm(double tokens, double top_k, double experts, double n, double k,
     return op;
 }
 
-double gemm_utilization(double m, double n, double tile_m, double tile_n, double units, bool stream_k, bool split_k) {
-    check_size("tile_m", tile_m, true);
-    check_size("tile_n", tile_n, true);
-    check_size("units", units, true);
-    if (m <= 0 || n <= 0) return 1.0;
-    // Kernels pick the smallest row tile that covers m: a power of two from 16 (the MMA minimum) up to tile_m.
+namespace {
+// The row tile a kernel picks for m rows: `step` 0, the smallest power of two from 16 (the MMA minimum) that covers m,
+// at most tile_m; else the smallest multiple of `step` that covers m in the fewest tiles of at most tile_m rows
+// (ggml's MMQ, mul_mat_q_switch_J)
+double row_tile(double m, double tile_m, double step) {
+    if (step > 0) {
+        const double tiles = std::ceil(m / tile_m);
+        return std::min(tile_m, std::max(step, std::ceil(m / (tiles * step)) * step));
+    }
     double tm = 16;
     while (tm < m && tm < tile_m) tm *= 2;
-    tm = std::min(tm, tile_m);
-    const double tiles = std::ceil(m / tm) * std::ceil(n / tile_n);
-    // Fewer tiles than processors: split-K spreads the reduction over the idle ones (a kernel without it leaves them
-    // idle: one wave, partly empty). More: whole waves. A stream-K kernel (llama.cpp's MMQ on NVIDIA) launches whole
-    // tiles when their waves keep at least 90 % of the processors busy (fewer tiles than processors too), else splits
-    // their K loop evenly over all of them (its fixup kernel, which adds the split tiles' partial sums, is not counted)
-    double slots = std::ceil(tiles / units) * units;
-    if (stream_k ? tiles / slots < 0.9 : split_k && tiles < units) slots = tiles;
-    return (m * n) / (slots * tm * tile_n);
+    return std::min(tm, tile_m);
 }
 
-double moe_gemm_utilization(double routed, double active, double n, double tile_m, double tile_n, double units,
-                            double pick, bool stream_k, bool split_k) {
+// The processor slots `tiles` tiles take on `units` processors. Fewer tiles than processors: split-K spreads the
+// reduction over the idle ones (a kernel without it leaves them idle: one wave, partly empty). More: whole waves. A
+// stream-K kernel (llama.cpp's MMQ on NVIDIA) launches whole tiles when their waves keep at least 90 % of the
+// processors busy (fewer tiles than processors too), else splits their K loop evenly over all of them (its fixup
+// kernel, which adds the split tiles' partial sums, is not counted).
+double slots_for(double tiles, double units, bool stream_k, bool split_k) {
+    const double slots = std::ceil(tiles / units) * units;
+    return (stream_k ? tiles / slots < 0.9 : split_k && tiles < units) ? tiles : slots;
+}
+}  // namespace
+
+TileUse gemm_tile_use(double m, double n, double tile_m, double tile_n, double units, bool stream_k, bool split_k,
+                      double row_step) {
     check_size("tile_m", tile_m, true);
     check_size("tile_n", tile_n, true);
     check_size("units", units, true);
-    if (routed <= 0 || n <= 0 || active <= 0) return 1.0;
+    check_size("row_step", row_step);
+    if (m <= 0 || n <= 0) return {};
+    const double tm = row_tile(m, tile_m, row_step);
+    const double tiles = std::ceil(m / tm) * std::ceil(n / tile_n);
+    return {(m * n) / (tiles * tm * tile_n), tiles / slots_for(tiles, units, stream_k, split_k), tm};
+}
+
+double gemm_utilization(double m, double n, double tile_m, double tile_n, double units, bool stream_k, bool split_k,
+                        double row_step) {
+    return gemm_tile_use(m, n, tile_m, tile_n, units, stream_k, split_k, row_step).utilization();
+}
+
+TileUse moe_gemm_tile_use(double routed, double active, double n, double tile_m, double tile_n, double units, double pick,
+                          bool stream_k, bool split_k, double tile_rows, double row_step) {
+    check_size("tile_m", tile_m, true);
+    check_size("tile_n", tile_n, true);
+    check_size("units", units, true);
+    check_size("tile_rows", tile_rows);
+    check_size("row_step", row_step);
+    if (routed <= 0 || n <= 0 || active <= 0) return {};
     const double per_expert = routed / active;  // the mean; each expert's count scatters around it
-    double tm = 16;
-    while (tm < per_expert && tm < tile_m) tm *= 2;
-    tm = std::min(tm, tile_m);
+    const double tm = row_tile(tile_rows > 0 ? tile_rows : per_expert, tile_m, row_step);
     // row tiles per active expert: E[ceil(X / tm)] = 1 + Σ_j P(X > j·tm), X the expert's rows, binomial with this mean
     // (routing independent per token), taken normal (continuity-corrected); sd 0: the mean's ceiling
     if (!(pick >= 0 && pick <= 1)) throw InvalidArgument("moe_gemm_utilization pick (top_k / experts) must be in [0, 1], got " + std::to_string(pick));
@@ -105,9 +128,12 @@ double moe_gemm_utilization(double routed, double active, double n, double tile_
     for (double j = 1; j * tm < per_expert + 8 * sd + tm; ++j)
         row_tiles += 0.5 * std::erfc((j * tm + 0.5 - per_expert) / (std::sqrt(2.0) * sd));
     const double tiles = active * row_tiles * std::ceil(n / tile_n);
-    double slots = std::ceil(tiles / units) * units;
-    if (stream_k ? tiles / slots < 0.9 : split_k && tiles < units) slots = tiles;
-    return (routed * n) / (slots * tm * tile_n);
+    return {(routed * n) / (tiles * tm * tile_n), tiles / slots_for(tiles, units, stream_k, split_k), tm};
+}
+
+double moe_gemm_utilization(double routed, double active, double n, double tile_m, double tile_n, double units,
+                            double pick, bool stream_k, bool split_k, double tile_rows, double row_step) {
+    return moe_gemm_tile_use(routed, active, n, tile_m, tile_n, units, pick, stream_k, split_k, tile_rows, row_step).utilization();
 }
 
 }  // namespace roofline::ops

@@ -409,6 +409,11 @@ class LinearKernel:
         alu_ops_per_mac of each weight format relative to the one it was fitted on (absent: 1)
         """
     @property
+    def alu_weight_share(self) -> float:
+        """
+        share of alu_ops_per_mac a tile spends once per weight, for all its rows
+        """
+    @property
     def by_family(self) -> dict[str, dict]:
         """
         device family -> its efficiency, tiles_per_unit, split_k, stream_k, source, uncertain (where they differ)
@@ -450,8 +455,23 @@ class LinearKernel:
         used up to this many rows (inf: no limit)
         """
     @property
+    def moe_launches(self) -> float:
+        """
+        kernels per call of a mixture-of-experts layer (0: launches)
+        """
+    @property
+    def moe_row_tile(self) -> str:
+        """
+        a MoE call's row tile: 'expert' (each expert's share) or 'batch' (one tile for the batch's tokens)
+        """
+    @property
     def name(self) -> str:
         ...
+    @property
+    def row_tile_step(self) -> float:
+        """
+        its row tiles' step (0: powers of two from 16)
+        """
     @property
     def source(self) -> str:
         ...

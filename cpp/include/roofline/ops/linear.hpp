@@ -44,6 +44,19 @@ double expected_active_experts(double experts, double top_k, double tokens);
 OpCost moe_gemm(double tokens, double top_k, double experts, double n, double k, const Format& a, const Format& b,
                 const Format& c, bool dequant_overlapped = true, Unit unit = Unit::matrix);
 
+/// How a tiled GEMM uses its tiles and processors: `fill`, the share of its tiles' rows × columns that hold output
+/// (the rest is padding each tile computes anyway); `busy`, the share of its waves' processor slots that hold a tile.
+/// The processors' utilization is their product.
+struct TileUse {
+    double fill = 1, busy = 1;
+    double rows = 0;  ///< the row tile picked (0: no tiles)
+    double utilization() const { return fill * busy; }
+};
+
+/// gemm_utilization's two factors.
+TileUse gemm_tile_use(double m, double n, double tile_m, double tile_n, double units, bool stream_k = false, bool split_k = true,
+                      double row_step = 0);
+
 /// Fraction of `units` parallel processors a GEMM of m×n output keeps busy when the output is cut into tiles,
 /// one per processor at a time: (m·n) / (tiles padded to whole tiles, and to whole waves of `units`). The row
 /// tile is the smallest power of two from 16 (the MMA minimum) to tile_m that covers m, so small m wastes at
@@ -52,8 +65,10 @@ OpCost moe_gemm(double tokens, double top_k, double experts, double n, double k,
 /// keep at least 90 % of the processors busy (fewer tiles than processors included), else spreads the K loop of its
 /// tiles evenly over all of them (no wave lost, only the tiles' padding). `split_k` false: a kernel that launches one
 /// block per output tile and nothing more (ggml's MMQ without stream-K) leaves the processors beyond its tiles idle.
+/// `row_step` > 0: the kernel's row tiles are the multiples of it up to tile_m, and it picks the smallest that covers m
+/// in the fewest tiles (ggml's MMQ: J in steps of 8, mul_mat_q_switch_J: 65 rows in one tile of 72).
 double gemm_utilization(double m, double n, double tile_m, double tile_n, double units, bool stream_k = false,
-                        bool split_k = true);
+                        bool split_k = true, double row_step = 0);
 
 /// gemm_utilization of a grouped GEMM (one launch over the active experts, as MUL_MAT_ID / fused-MoE kernels run
 /// them): `routed` rows over `active` experts, each expert's rows cut into their own row tiles (the smallest power of
@@ -61,7 +76,15 @@ double gemm_utilization(double m, double n, double tile_m, double tile_n, double
 /// around the mean (each token picks an expert with probability `pick` = top_k / experts: binomial, variance
 /// mean·(1 − pick), taken normal), so its expected row tiles are 1 + Σ_j P(rows > j·tile), not the mean's ceiling:
 /// 32 rows on average in 32-row tiles take 1.47 tiles at pick 1/16; one expert taking every token (pick 1) has none.
+/// `tile_rows` > 0: the kernel picks its row tile for that many rows (the batch's tokens, as gemm_utilization picks a
+/// dense GEMM's), not for the mean share, and every expert runs whole tiles of it: 32 rows per expert in the 128-row
+/// tile of a 512-token batch fill a quarter of it.
 double moe_gemm_utilization(double routed, double active, double n, double tile_m, double tile_n, double units,
-                            double pick, bool stream_k = false, bool split_k = true);
+                            double pick, bool stream_k = false, bool split_k = true, double tile_rows = 0,
+                            double row_step = 0);
+/// moe_gemm_utilization's two factors.
+TileUse moe_gemm_tile_use(double routed, double active, double n, double tile_m, double tile_n, double units,
+                          double pick, bool stream_k = false, bool split_k = true, double tile_rows = 0,
+                          double row_step = 0);
 
 }  // namespace roofline::ops
