@@ -357,3 +357,19 @@ def test_llama_cpp_rocm_keeps_moe_layers_of_64_experts_or_more_on_mmq():
     assert set(moe[moe.op == "ffn_down_exps"].compute) == {"int8 matrix"}
     dense = rp.estimate(model="llama-3.1-8b", **kw).breakdown
     assert "fp16 matrix" in set(dense[dense.op.isin(["attn_v", "ffn_down"])].compute)  # its Q6_K layers
+
+
+def test_llama_cpp_tiles_as_each_backend_picks_them():
+    """The row tiles of llama.cpp's GEMMs as ggml picks them: MMQ's token tile J from its configuration's list (steps
+    of 8 on NVIDIA, 16 on RDNA) for the batch's tokens, every expert of a MoE layer running that tile (CUDA, HIP, and
+    Vulkan's mul_mm_id, whose shader size follows the batch); Metal's kernel_mul_mm a fixed 32-token tile."""
+    e = rp.engine("llama.cpp")
+
+    def kernel(backend, prefix):
+        return next(k for k in e.backend(backend).linear_kernels if k.name.startswith(prefix) and k.unit == "matrix")
+
+    assert (kernel("cuda", "mul_mat_q (MMQ)").row_tile_step, kernel("rocm", "mul_mat_q (MMQ)").row_tile_step) == (8, 16)
+    for backend, prefix in (("cuda", "mul_mat_q (MMQ)"), ("rocm", "mul_mat_q (MMQ)"), ("vulkan", "mul_mm (cooperative")):
+        assert kernel(backend, prefix).moe_row_tile == "batch", backend
+    metal = kernel("metal", "kernel_mul_mm")
+    assert (metal.tile_m, metal.row_tile_step, metal.moe_row_tile) == (32, 32, "expert")
