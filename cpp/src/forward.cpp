@@ -526,7 +526,6 @@ ops::TileUse linear_tile_use(const OpSlot& s, const PhaseOptions& options, doubl
     return u;
 }
 
-
 std::shared_ptr<const std::vector<LinearKernel>> PhaseOptions::default_linear_kernels() {
     static const auto kernels = std::make_shared<const std::vector<LinearKernel>>(std::vector<LinearKernel>{LinearKernel{}});
     return kernels;

@@ -202,7 +202,7 @@ inline double use_tiles(OpTimes& t, const LinearPath& lp, const ops::TileUse& u,
 }
 
 // A slot other than attention at `rows` rows; `util` gets the utilization its matrix compute is divided by (its ALU
-// work is divided by its tiles' fill already).
+// work is scaled by alu_tile_factor already).
 inline void slot_times(OpTimes& t, const PlanSlot& s, const PhaseOptions& options, double rows, double& util, UtilCache& cache) {
     util = 1;
     switch (s.op->kind) {
