@@ -124,7 +124,7 @@ struct LinearKernel {
     bool alu_on_issue = false;
     /// The share of alu_ops_per_mac (as counted in a tile of tile_m rows) a tile spends once per weight, unpacking its
     /// weight tile for all its rows: in a tile of r rows the work per multiply-add is alu_ops_per_mac × (share ×
-    /// tile_m / r + 1 − share) (ggml's MMQ on sm_86: 0.21, from its loop's instructions at J = 128 and 64)
+    /// tile_m / r + 1 − share) (ggml's MMQ on sm_86: 0.226, a line through its loop's instructions at J = 16 to 128)
     double alu_weight_share = 0;
     /// alu_ops_per_mac of each weight format relative to the one it was measured or fitted on (format name in lower
     /// case -> factor; absent: 1): the unpacking of a K-quant block costs more instructions than a legacy block's.
