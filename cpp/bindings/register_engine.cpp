@@ -26,7 +26,7 @@ void register_engine(py::module_& m) {
         .def_readonly("row_tile_step", &LinearKernel::row_tile_step,
                       "its row tiles' step (0: powers of two from 16)")
         .def_property_readonly(
-            "moe_row_tile", [](const LinearKernel& k) { return std::string(k.moe_tile_from_batch ? "batch" : "expert"); },
+            "moe_row_tile", &LinearKernel::moe_row_tile_name,
             "a MoE call's row tile: 'expert' (each expert's share) or 'batch' (one tile for the batch's tokens)")
         .def_readonly("tiles_per_unit", &LinearKernel::tiles_per_unit, "tiles resident on one compute unit at once")
         .def_readonly("split_k", &LinearKernel::split_k,

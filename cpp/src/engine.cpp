@@ -813,7 +813,7 @@ std::string Engine::to_json(int indent) const {
                 kj["tile_m"] = k.tile_m;
                 kj["tile_n"] = k.tile_n;
                 if (k.stream_k) kj["stream_k"] = true;
-                if (k.moe_tile_from_batch) kj["moe_row_tile"] = "batch";
+                if (k.moe_tile_from_batch) kj["moe_row_tile"] = k.moe_row_tile_name();
                 if (k.row_tile_step > 0) kj["row_tile_step"] = k.row_tile_step;
             }
             if (k.dequant_every_rows > 0) kj["dequant_every_rows"] = k.dequant_every_rows;

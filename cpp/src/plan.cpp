@@ -201,6 +201,15 @@ inline double use_tiles(OpTimes& t, const LinearPath& lp, const ops::TileUse& u,
     return u.utilization();
 }
 
+// A moe slot's path `k` over `routed` rows and `active` experts: its times into `t`, its matrix utilization returned.
+inline double moe_path_times(OpTimes& t, const PlanSlot& s, std::size_t k, const PhaseOptions& options, double routed,
+                             double active) {
+    const PlanSlot::Path& p = s.paths[k];
+    set_affine(t, p.base, routed, p.per_row, active, p.pass);
+    return p.matrix ? use_tiles(t, s.op->paths[k], moe_tile_use(*s.op, options, routed, active, s.op->paths[k]), p.per_row, routed)
+                    : 1.0;
+}
+
 // A slot other than attention at `rows` rows; `util` gets the utilization its matrix compute is divided by (its ALU
 // work is scaled by alu_tile_factor already).
 inline void slot_times(OpTimes& t, const PlanSlot& s, const PhaseOptions& options, double rows, double& util, UtilCache& cache) {
@@ -215,11 +224,8 @@ inline void slot_times(OpTimes& t, const PlanSlot& s, const PhaseOptions& option
             break;
         }
         case SlotKind::moe: {
-            const std::size_t k = plan_path(s, rows);
-            const PlanSlot::Path& p = s.paths[k];
-            const double routed = rows * s.op->top_k, active = ops::expected_active_experts(s.op->experts, s.op->top_k, rows);
-            set_affine(t, p.base, routed, p.per_row, active, p.pass);
-            if (p.matrix) util = use_tiles(t, s.op->paths[k], moe_tile_use(*s.op, options, routed, active, s.op->paths[k]), p.per_row, routed);
+            util = moe_path_times(t, s, plan_path(s, rows), options, rows * s.op->top_k,
+                                  ops::expected_active_experts(s.op->experts, s.op->top_k, rows));
             break;
         }
         case SlotKind::all_reduce: {
@@ -1053,12 +1059,8 @@ PhaseSums EstimatePlan::Impl::step(double token_rows, double sequence_rows, cons
                 routed = experts->global_tokens * k / experts->ranks;
                 active = ops::expected_active_experts(e, k, experts->global_tokens) / experts->ranks;
             }
-            const std::size_t pk = plan_path(s, rows);  // the kernel of this rank's token count
-            const PlanSlot::Path& p = s.paths[pk];
-            set_affine(t, p.base, routed * experts->imbalance, p.per_row, active, p.pass);
-            if (p.matrix)
-                util = use_tiles(t, s.op->paths[pk], moe_tile_use(*s.op, options, routed * experts->imbalance, active, s.op->paths[pk]),
-                                 p.per_row, routed * experts->imbalance);
+            // the kernel of this rank's token count
+            util = moe_path_times(t, s, plan_path(s, rows), options, routed * experts->imbalance, active);
             if (merged_away(*s.op, rows)) t.derated.overhead_s = 0;
         } else {
             slot_times(t, s, options, rows, util, cache);

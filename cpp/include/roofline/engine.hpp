@@ -144,6 +144,8 @@ struct LinearKernel {
     double alu_ops_for(const Format& weight) const;
     /// engine_db's name of what alu_ops_per_mac counts: "issue" (alu_on_issue) or alu_format's number format.
     std::string alu_format_name() const;
+    /// engine_db's name of its MoE row tile: "batch" (moe_tile_from_batch) or "expert".
+    std::string moe_row_tile_name() const { return moe_tile_from_batch ? "batch" : "expert"; }
     /// efficiency, tiles_per_unit, split_k and stream_k on a device of `family` (by_family's where it names it).
     KernelOccupancy occupancy_on(const std::string& family) const;
 };
