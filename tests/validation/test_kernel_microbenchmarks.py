@@ -1,4 +1,5 @@
-"""llama.cpp's MMQ kernel on RDNA 3.5 (Strix Halo) against kernel microbenchmarks of its MUL_MAT op.
+"""llama.cpp's GEMM kernels against kernel microbenchmarks of its MUL_MAT op: the ROCm build's MMQ on RDNA 3.5
+(Strix Halo) and the Vulkan build's cooperative-matrix shader on NVIDIA and Intel Xe2 (at the end of this file).
 
 The rows (microbenchmarks/llamacpp_mul_mat_rdna35.csv, each with its source) time one weight matrix × n tokens
 through the ROCm build's MMQ path. The model times the same GEMM as a one-layer model's linear op on the
@@ -9,6 +10,7 @@ its launches. Nothing is fitted to these rows; they test the shape dependence th
 from __future__ import annotations
 
 import csv
+import importlib.util
 import math
 from pathlib import Path
 
@@ -84,3 +86,31 @@ def test_the_occupancy_gives_the_shape_dependence():
     assert mape <= 0.14, mape
     assert abs(geo - 1) <= 0.05, geo
 
+
+
+# llama.cpp's Vulkan cooperative-matrix GEMM (mul_mm.comp, KHR cooperative matrices) against its MUL_MAT
+# microbenchmarks on NVIDIA and Intel Xe2 (microbenchmarks/llamacpp_mul_mat_vulkan.csv). calibration/vulkan_mul_mat.py
+# derives the kernel's efficiency in engine_db from these rows (one per vendor), so the test holds the spread the
+# model leaves across GPUs, generations and weight formats, and that the committed efficiencies are the script's.
+_spec = importlib.util.spec_from_file_location(
+    "vulkan_mul_mat", Path(__file__).resolve().parents[2] / "calibration" / "vulkan_mul_mat.py")
+vulkan_mul_mat = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(vulkan_mul_mat)
+
+
+@pytest.mark.parametrize("row", vulkan_mul_mat.rows(), ids=lambda r: f"{r['gpu']}-{r['type']}-{r['build']}")
+def test_vulkan_coopmat_rate(row, tmp_path):
+    ratio = float(row["tflops"]) / vulkan_mul_mat.modelled_tflops(rp, row, str(tmp_path))
+    assert 0.78 <= ratio <= 1.22, f"{row['gpu']} {row['type']}: measured / modelled {ratio:.2f} ({row['source']})"
+
+
+def test_vulkan_coopmat_efficiency_per_vendor(tmp_path):
+    """Each vendor's rows centre on the model (geometric mean of measured / modelled within 3 %): the committed
+    efficiencies are what calibration/vulkan_mul_mat.py derives (its --check runs in CI)."""
+    by_vendor: dict = {}
+    for r in vulkan_mul_mat.rows():
+        ratio = float(r["tflops"]) / vulkan_mul_mat.modelled_tflops(rp, r, str(tmp_path))
+        by_vendor.setdefault(r["vendor"], []).append(math.log(ratio))
+    assert set(by_vendor) == {"nvidia", "intel"}
+    for vendor, logs in by_vendor.items():
+        assert abs(math.exp(sum(logs) / len(logs)) - 1) <= 0.03, vendor
