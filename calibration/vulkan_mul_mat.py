@@ -36,7 +36,7 @@ TABLE = ROOT / "tests" / "validation" / "microbenchmarks" / "llamacpp_mul_mat_vu
 KERNEL = "mul_mm (cooperative matrix), quantized weights"
 # a GGUF type whose every linear tensor has the row's type (the one-layer model's ffn_up / ffn_down)
 QUANT = {"q4_0": "Q4_0", "q4_1": "Q4_1", "q5_0": "Q5_0", "q5_1": "Q5_1", "q8_0": "Q8_0", "q4_K": "Q4_K_S",
-         "q5_K": "Q5_K_S", "q6_K": "Q6_K"}
+         "q5_K": "Q5_K_S", "q6_K": "Q6_K", "iq4_xs": "IQ4_XS"}
 FAMILY = {"nvidia": None, "intel": "intel-xe2-hpg"}  # None: the kernel's own efficiency
 TOLERANCE = 0.01
 
