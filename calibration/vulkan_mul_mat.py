@@ -42,8 +42,15 @@ TOLERANCE = 0.01
 
 
 def rows() -> List[Dict[str, str]]:
+    """The table's rows; a weight type without a GGUF type here, or a vendor without an efficiency, is an error."""
     with open(TABLE) as f:
-        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+        table = list(csv.DictReader(line for line in f if not line.startswith("#")))
+    for r in table:
+        if r["type"] not in QUANT:
+            raise ValueError(f"{TABLE.name}: type '{r['type']}' ({r['gpu']}) has no GGUF type here; known: {sorted(QUANT)}")
+        if r["vendor"] not in FAMILY:
+            raise ValueError(f"{TABLE.name}: vendor '{r['vendor']}' ({r['gpu']}) is not one of {sorted(FAMILY)}")
+    return table
 
 
 def one_layer(rp: Any, hidden: int, intermediate: int) -> Any:
@@ -118,7 +125,9 @@ def times_at(efficiency: float) -> List[float]:
                 "print(json.dumps([2 * int(r['m']) * int(r['k']) * int(r['n']) / (v.modelled_tflops(rp, r, %r) * 1e12) "
                 "for r in v.rows()]))") % (str(Path(__file__).parent), folder)
         env = dict(os.environ, ROOFLINE_DATA_DIR=str(data))
-        out = subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True)
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+        if out.returncode != 0:
+            raise RuntimeError(f"evaluating the rows at efficiency {efficiency} failed:\n{out.stderr}")
         return [float(x) for x in json.loads(out.stdout)]
 
 
