@@ -78,15 +78,26 @@ def row_device(rp: Any, row: Dict[str, str], folder: str) -> Any:
     return rp.load_device(path)
 
 
-def modelled_tflops(rp: Any, row: Dict[str, str], folder: str) -> float:
-    """The model's rate for the row: the op of a one-layer model on the llama.cpp-vulkan engine (ffn_up is
-    intermediate x hidden, ffn_down hidden x intermediate)."""
-    m, k, n = int(row["m"]), int(row["k"]), int(row["n"])
-    model, op = (one_layer(rp, k, m), "ffn_up") if m > k else (one_layer(rp, m, k), "ffn_down")
-    e = rp.estimate(model=model, quant=QUANT[row["type"]], device=row_device(rp, row, folder),
-                    engine="llama.cpp-vulkan", prompt_tokens=n, gen_tokens=0, flash_attention=True)
+def gemm_op(rp: Any, m: int, k: int, n: int, quant: str, device: Any, engine: str) -> Any:
+    """An m x k weight matrix times n tokens as the model times it: that op of a one-layer model's prompt (ffn_up is
+    intermediate x hidden, ffn_down hidden x intermediate, attn_q hidden x hidden), its breakdown row (seconds,
+    compute). tests/validation/test_kernel_microbenchmarks.py times the ROCm build's MMQ rows the same way."""
+    if m == k:
+        model, op = one_layer(rp, m, 2 * m), "attn_q"
+    elif m > k:
+        model, op = one_layer(rp, k, m), "ffn_up"
+    else:
+        model, op = one_layer(rp, m, k), "ffn_down"
+    e = rp.estimate(model=model, quant=quant, device=device, engine=engine, prompt_tokens=n, gen_tokens=0,
+                    flash_attention=True)
     b = e.breakdown
-    r = b[(b.phase == "prefill") & (b.op == op)].iloc[0]
+    return b[(b.phase == "prefill") & (b.op == op)].iloc[0]
+
+
+def modelled_tflops(rp: Any, row: Dict[str, str], folder: str) -> float:
+    """The model's rate for the row on the llama.cpp-vulkan engine."""
+    m, k, n = int(row["m"]), int(row["k"]), int(row["n"])
+    r = gemm_op(rp, m, k, n, QUANT[row["type"]], row_device(rp, row, folder), "llama.cpp-vulkan")
     if r.compute != "fp16_acc16 matrix":
         raise RuntimeError(f"{row['gpu']} {row['type']}: the model ran '{r.compute}', not the cooperative-matrix GEMM")
     return float(2 * m * k * n / r.seconds / 1e12)

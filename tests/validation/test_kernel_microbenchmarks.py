@@ -18,6 +18,12 @@ import pytest
 
 import rooflinepy as rp
 
+# the shared way to time one GEMM, and the Vulkan rows' calibration (the tests at the end of this file)
+_spec = importlib.util.spec_from_file_location(
+    "vulkan_mul_mat", Path(__file__).resolve().parents[2] / "calibration" / "vulkan_mul_mat.py")
+vulkan_mul_mat = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(vulkan_mul_mat)
+
 TABLE = Path(__file__).parent / "microbenchmarks" / "llamacpp_mul_mat_rdna35.csv"
 QUANT = {"q4_0": "Q4_0", "q4_K": "Q4_K_S", "q6_K": "Q6_K"}  # a GGUF type whose every linear tensor has that type
 # rows the model does not reach, with the reason and the measured / modelled range it currently gives
@@ -34,29 +40,12 @@ def rows():
         return list(csv.DictReader(line for line in f if not line.startswith("#")))
 
 
-def one_layer(hidden: int, intermediate: int) -> rp.Model:
-    return rp.Model.from_hf_config({
-        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": hidden,
-        "intermediate_size": intermediate, "num_hidden_layers": 1, "num_attention_heads": hidden // 128,
-        "num_key_value_heads": hidden // 128, "vocab_size": 32000, "max_position_embeddings": 4096,
-        "rms_norm_eps": 1e-5, "torch_dtype": "float16"})
-
-
 def modelled_tflops(kind: str, m: int, k: int, n: int) -> float:
-    """The model's rate for an m x k weight matrix times n tokens: that op of a one-layer model (ffn_up is
-    intermediate x hidden, ffn_down hidden x intermediate, attn_q hidden x hidden)."""
-    if m == k:
-        model, op = one_layer(m, 2 * m), "attn_q"
-    elif m > k:
-        model, op = one_layer(k, m), "ffn_up"
-    else:
-        model, op = one_layer(m, k), "ffn_down"
-    e = rp.estimate(model=model, quant=QUANT[kind], device="ryzen-ai-max-395", engine="llama.cpp-rocm",
-                    prompt_tokens=n, gen_tokens=0, flash_attention=True)
-    b = e.breakdown
-    r = b[(b.phase == "prefill") & (b.op == op)].iloc[0]
+    """The model's rate for an m x k weight matrix times n tokens on the ROCm build and the Strix Halo (one op of a
+    one-layer model, as calibration/vulkan_mul_mat.py times its rows)."""
+    r = vulkan_mul_mat.gemm_op(rp, m, k, n, QUANT[kind], "ryzen-ai-max-395", "llama.cpp-rocm")
     assert r.compute == "int8 matrix", r.compute  # the MMQ path
-    return 2 * m * k * n / r.seconds / 1e12
+    return float(2 * m * k * n / r.seconds / 1e12)
 
 
 @pytest.mark.parametrize("row", rows(), ids=lambda r: f"{r['type']}-{r['m']}x{r['k']}-n{r['n']}")
@@ -87,15 +76,10 @@ def test_the_occupancy_gives_the_shape_dependence():
     assert abs(geo - 1) <= 0.05, geo
 
 
-
-# llama.cpp's Vulkan cooperative-matrix GEMM (mul_mm.comp, KHR cooperative matrices) against its MUL_MAT
-# microbenchmarks on NVIDIA and Intel Xe2 (microbenchmarks/llamacpp_mul_mat_vulkan.csv). calibration/vulkan_mul_mat.py
-# derives the kernel's efficiency in engine_db from these rows (one per vendor), so the test holds the spread the
+# llama.cpp's Vulkan cooperative-matrix GEMM (mul_mm.comp on KHR cooperative matrices, mul_mm_cm2.comp on NVIDIA's
+# coopmat2) against its MUL_MAT microbenchmarks on NVIDIA and Intel Xe2 (microbenchmarks/llamacpp_mul_mat_vulkan.csv).
+# calibration/vulkan_mul_mat.py derives the kernel's efficiency in engine_db from these rows (one per vendor), so the test holds the spread the
 # model leaves across GPUs, generations and weight formats, and that the committed efficiencies are the script's.
-_spec = importlib.util.spec_from_file_location(
-    "vulkan_mul_mat", Path(__file__).resolve().parents[2] / "calibration" / "vulkan_mul_mat.py")
-vulkan_mul_mat = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(vulkan_mul_mat)
 
 
 @pytest.mark.parametrize("row", vulkan_mul_mat.rows(), ids=lambda r: f"{r['gpu']}-{r['type']}-{r['build']}")
