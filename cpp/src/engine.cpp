@@ -337,7 +337,7 @@ const std::vector<std::string>& backend_keys() {
             "custom_all_reduce_max_bytes", "custom_all_reduce_max_hidden", "vocab_parallel", "bandwidth_fraction",
             "op_kernels", "prefill_ubatch_tokens", "flash_attention_version", "flash_attention_default",
             "decode_attention_per_query_head",
-            "decode_attention_alu_ops_per_mac", "attention_score_bytes", "flash_attention_formats",
+            "decode_attention_alu_ops_per_mac", "attention_score_bytes", "unfused_attention_bytes", "flash_attention_formats",
             "flash_attention_issue", "flash_attention_head_dims", "flash_attention_kv_to_f16", "prediction_interval"};
         k.insert(k.end(), serving_keys().begin(), serving_keys().end());
         return k;
@@ -553,6 +553,15 @@ void apply_backend(EngineBackend& b, JsonObject o, const nlohmann::json& raw) {
     if (o.has("decode_attention_alu_ops_per_mac"))
         b.decode_attention_alu_ops_per_mac = number_value(o, "decode_attention_alu_ops_per_mac", b, 0, 1000);
     if (o.has("attention_score_bytes")) b.attention_score_bytes = number_value(o, "attention_score_bytes", b, 0, 64);
+    if (o.has("unfused_attention_bytes")) {
+        JsonObject p = o.object("unfused_attention_bytes");
+        JsonObject v = p.object("value");
+        b.unfused_attention_bytes.per_cached_k = v.number("per_cached_k", 0, 64);
+        b.unfused_attention_bytes.per_output = v.number("per_output", 0, 64);
+        v.finish();
+        b.sources["unfused_attention_bytes"] = provenance_of(p);
+        p.finish();
+    }
     // continuous batching (ServingPolicy): any of its keys makes the backend a serving one
     ServingPolicy& sv = b.serving;
     if (std::any_of(serving_keys().begin(), serving_keys().end(), [&](const std::string& k) { return o.has(k); }))
@@ -881,6 +890,9 @@ std::string Engine::to_json(int indent) const {
         x["decode_attention_per_query_head"] = prop(b, "decode_attention_per_query_head", b.decode_attention_per_query_head);
         x["decode_attention_alu_ops_per_mac"] = prop(b, "decode_attention_alu_ops_per_mac", b.decode_attention_alu_ops_per_mac);
         x["attention_score_bytes"] = prop(b, "attention_score_bytes", b.attention_score_bytes);
+        x["unfused_attention_bytes"] = prop(b, "unfused_attention_bytes",
+                                            nlohmann::ordered_json{{"per_cached_k", b.unfused_attention_bytes.per_cached_k},
+                                                                   {"per_output", b.unfused_attention_bytes.per_output}});
         x["flash_attention_formats"] = prop(b, "flash_attention_formats",
                                             nlohmann::ordered_json{{"qk", b.flash_qk_format}, {"pv", b.flash_pv_format}});
         {

@@ -62,6 +62,7 @@ const char* const kTinyEngine = R"({
       "decode_attention_per_query_head": {"value": false, "source": "made up"},
       "decode_attention_alu_ops_per_mac": {"value": 0, "source": "made up"},
       "attention_score_bytes": {"value": 0, "source": "made up"},
+      "unfused_attention_bytes": {"value": {"per_cached_k": 0, "per_output": 0}, "source": "made up"},
       "flash_attention_formats": {"value": {"qk": "attention", "pv": "attention"}, "source": "made up"},
       "flash_attention_issue": {"value": {}, "source": "made up"},
       "flash_attention_head_dims": {"value": [], "source": "made up"},
@@ -113,6 +114,7 @@ const char* const kFullEngine = R"({
       "decode_attention_per_query_head": {"value": true, "source": "s12b"},
       "decode_attention_alu_ops_per_mac": {"value": 5.3, "source": "s12c"},
       "attention_score_bytes": {"value": 24, "source": "s13"},
+      "unfused_attention_bytes": {"value": {"per_cached_k": 8, "per_output": 12}, "source": "s13e"},
       "flash_attention_formats": {"value": {"qk": "fp16", "pv": "fp16_acc16"}, "source": "s13a"},
       "flash_attention_issue": {"value": {"default": [[64, 30, 20], [128, 40, 25]], "nvidia-hopper": [[128, 45, 30]]},
                                 "source": "s13b"},
@@ -136,6 +138,7 @@ const std::vector<std::string> kProperties = {"kernel_fixed_cost_scale", "activa
                                               "op_kernels", "prefill_ubatch_tokens", "flash_attention_version",
                                               "flash_attention_default",
                                               "decode_attention_per_query_head", "decode_attention_alu_ops_per_mac", "attention_score_bytes",
+                                              "unfused_attention_bytes",
                                               "flash_attention_formats", "flash_attention_issue", "flash_attention_head_dims",
                                               "flash_attention_kv_to_f16", "prediction_interval"};
 
@@ -177,6 +180,7 @@ void check_same_backend(const EngineBackend& a, const EngineBackend& b) {
     CHECK(a.attention_format == b.attention_format);
     CHECK(a.attention_pv_format == b.attention_pv_format);
     CHECK(a.attention_score_bytes == b.attention_score_bytes);
+    CHECK(a.unfused_attention_bytes == b.unfused_attention_bytes);
     CHECK(a.flash_qk_format == b.flash_qk_format);
     CHECK(a.flash_pv_format == b.flash_pv_format);
     CHECK(a.flash_issue_per_score == b.flash_issue_per_score);

@@ -157,6 +157,7 @@ TEST_CASE("a multi-token step reads the past K and V once, per KV head, in the c
     PhaseOptions options = phase_options(engine("llama.cpp")->backend("any"), "llama.cpp", parse_kv_format("f16"), false, 1);
     options.activation = f16;  // activations in the cache's format: the only difference between the points is the past
     options.attention_score_bytes = 0;  // S and P written and read once each in that format
+    options.unfused_k_bytes = options.unfused_output_bytes = 0;  // no conversion or copy passes (a subcase adds them)
     const std::vector<OpSlot> slots = forward_slots(m, tensor_formats(m, "F16", f16), options);
     const auto at = std::find_if(slots.begin(), slots.end(), [](const OpSlot& s) { return s.kind == SlotKind::attention; });
     REQUIRE(at != slots.end());
@@ -176,6 +177,24 @@ TEST_CASE("a multi-token step reads the past K and V once, per KV head, in the c
         CHECK(with_past.bytes(Level::dram) - fresh.bytes(Level::dram) - score_growth == kv_bytes(1, past, 8, 128, f16));
         CHECK(with_past.bytes_read[0] - fresh.bytes_read[0] - scores(N + past) + scores(N) == kv_bytes(1, past, 8, 128, f16));
         CHECK(kv_bytes(1, past, 8, 128, f16) == 4096000);
+    }
+    SUBCASE("the unfused path's own copies: per cached K element (every position, per KV head) and per output element") {
+        PhaseOptions copies = options;
+        copies.unfused_k_bytes = 8;       // ggml-cuda: K converted to f32 (written, then read by the GEMM)
+        copies.unfused_output_bytes = 12; // its f16 product converted to f32, the heads merged by a copy
+        const OpCost plain = slot_cost(*at, options, 1, N, past), with = slot_cost(*at, copies, 1, N, past);
+        const double added = 8 * (N + past) * 8 * 128 + 12 * N * heads * 128;
+        CHECK(with.bytes(Level::dram) - plain.bytes(Level::dram) == doctest::Approx(added).epsilon(1e-12));
+        CHECK(with.bytes_read[0] - plain.bytes_read[0] == doctest::Approx(added / 2).epsilon(1e-12));
+        CHECK(with.flops() == plain.flops());
+        // flash attention and a one-token step (decode's own path) take none of them
+        PhaseOptions flash = copies;
+        flash.attention = ops::AttentionKind::flash;
+        flash.flash = ops::FlashTiles{192.0 * 1024, 40e6};
+        PhaseOptions flash_plain = flash;
+        flash_plain.unfused_k_bytes = flash_plain.unfused_output_bytes = 0;
+        CHECK(slot_cost(*at, flash, 1, N, past).bytes(Level::dram) == slot_cost(*at, flash_plain, 1, N, past).bytes(Level::dram));
+        CHECK(slot_cost(*at, copies, 1, 1, past).bytes(Level::dram) == slot_cost(*at, options, 1, 1, past).bytes(Level::dram));
     }
     SUBCASE("flash attention with an L2 that holds the re-read rows: DRAM sees the compulsory traffic only") {
         PhaseOptions flash = options;

@@ -285,6 +285,18 @@ struct EngineBackend {
     /// DRAM bytes per attention score element on the standard (non-flash) path: S and P written and read, through
     /// whatever format conversions the engine's kernels make (0: four passes in the activation format)
     double attention_score_bytes = 0;
+    /// DRAM bytes the standard (non-flash) prompt path moves beyond its scores' passes and its one read of Q, K, V
+    /// and write of the output: per cached K element (a conversion the K·Q product reads, e.g. ggml-cuda's f16 to
+    /// f32 pass before its f32-precision cuBLAS GEMM) and per output element (the output's format conversion and
+    /// the copy merging the heads). Both 0: none.
+    struct UnfusedAttentionBytes {
+        double per_cached_k = 0;
+        double per_output = 0;
+        bool operator==(const UnfusedAttentionBytes& o) const {
+            return per_cached_k == o.per_cached_k && per_output == o.per_output;
+        }
+    };
+    UnfusedAttentionBytes unfused_attention_bytes;
     PredictionInterval interval;  ///< prediction interval of its tokens/s
     ServingPolicy serving;        ///< continuous-batching defaults (serving engines only)
     /// The op names op_kernels may name.

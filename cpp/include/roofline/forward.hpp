@@ -46,6 +46,8 @@ struct PhaseOptions {
     ops::FlashTiles flash;                       ///< flash attention's on-chip tiles (ops::flash_tiles)
     int flash_attention_version = 2;             ///< the loop order of the engine's flash attention (1, 2 or 3)
     double attention_score_bytes = 0;            ///< EngineBackend::attention_score_bytes (standard attention)
+    double unfused_k_bytes = 0;       ///< EngineBackend::unfused_attention_bytes.per_cached_k (standard prompt attention)
+    double unfused_output_bytes = 0;  ///< EngineBackend::unfused_attention_bytes.per_output (standard prompt attention)
     bool decode_attention_per_query_head = false;  ///< EngineBackend::decode_attention_per_query_head
     double decode_attention_alu_ops_per_mac = 0;   ///< EngineBackend::decode_attention_alu_ops_per_mac
     bool logits_last_token_only = true;          ///< prefill computes the output head for the last token only
