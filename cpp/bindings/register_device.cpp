@@ -24,6 +24,8 @@ void register_device(py::module_& m) {
         .def_readonly("compute_units", &Device::compute_units)
         .def_readonly("compute_unit_name", &Device::compute_unit_name)
         .def_readonly("boost_clock_hz", &Device::boost_clock_hz)
+        .def_readonly("vector_clock_hz", &Device::vector_clock_hz)
+        .def("issue_lanes_per_s", &Device::issue_lanes_per_s)
         .def_readonly("tdp_w", &Device::tdp_w)
         .def_readonly("notes", &Device::notes)
         .def_readonly("origin", &Device::origin)

@@ -249,6 +249,7 @@ Device parse_device(std::string_view json_text, std::string_view origin) {
         auto cl = o.object("clocks");
         d.boost_clock_hz = cl.number("boost_MHz", 0, 1e5, true) * 1e6;
         d.base_clock_hz = cl.opt_number("base_MHz", 0, 1e5, true).value_or(0) * 1e6;
+        d.vector_clock_hz = cl.opt_number("vector_boost_MHz", 0, 1e5, true).value_or(0) * 1e6;
         d.clocks_provenance = read_provenance(cl);
         cl.finish();
     }
@@ -370,6 +371,7 @@ std::string Device::to_json(int indent) const {
     j["compute_units"] = provenance_json(units, compute_units_provenance);
     nlohmann::ordered_json clocks{{"boost_MHz", unscaled(boost_clock_hz, 1e6)}};
     if (base_clock_hz > 0) clocks["base_MHz"] = unscaled(base_clock_hz, 1e6);
+    if (vector_clock_hz > 0) clocks["vector_boost_MHz"] = unscaled(vector_clock_hz, 1e6);
     j["clocks"] = provenance_json(clocks, clocks_provenance);
     nlohmann::ordered_json mem;
     {

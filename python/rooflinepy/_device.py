@@ -39,6 +39,8 @@ class Device:
     compute_units: CoreAttribute[int] = CoreAttribute("SMs, CUs or GPU cores")
     compute_unit_name: CoreAttribute[str] = CoreAttribute("what a compute unit is called (SM, CU, core)")
     boost_clock_hz: CoreAttribute[float] = CoreAttribute("boost clock [Hz]")
+    vector_clock_hz: CoreAttribute[float] = CoreAttribute(
+        "clock of the vector peaks where the tensor peaks are quoted at a lower one [Hz] (0: the boost clock)")
     tdp_w: CoreAttribute[float] = CoreAttribute("board power [W] (0: unknown)")
     notes: CoreAttribute[str] = CoreAttribute("free-text notes of the database entry")
     origin: CoreAttribute[str] = CoreAttribute("the file (or profile) the device was read from")
@@ -56,6 +58,11 @@ class Device:
     def peak_flops(self, dtype: str, unit: str = "matrix") -> float:
         """Dense peak FLOP/s; unit ``"matrix"`` falls back to ``"vector"`` where the device has no matrix units."""
         return self._core.peak_flops(dtype, unit)
+
+    def issue_lanes_per_s(self) -> float:
+        """Thread instructions the compute units issue per second (an NVIDIA SM: 128 per clock) at the clock of the
+        vector peaks: the rate of a kernel bound by its instruction issue; 0 where the data does not say."""
+        return self._core.issue_lanes_per_s()
 
     def peak_unit(self, dtype: str, unit: str = "matrix") -> str:
         """The unit whose peak ``peak_flops(dtype, unit)`` returns (``"matrix"`` falls back to ``"vector"``)."""

@@ -83,6 +83,8 @@ def device_html(d: Device) -> str:
     head = [("id", d.id), ("aliases", ", ".join(d.aliases) or "-"), ("vendor / family", f"{d.vendor} / {d.family}"),
             ("compute units", f"{d.compute_units} {d.compute_unit_name}s"),
             ("boost clock", _si(d.boost_clock_hz, "Hz"))]
+    if d.vector_clock_hz:
+        head.append(("vector clock", _si(d.vector_clock_hz, "Hz")))
     if d.tdp_w:
         head.append(("TDP", f"{d.tdp_w:.0f} W"))
     mem_rows: List[List[Any]] = []

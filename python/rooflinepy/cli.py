@@ -78,6 +78,7 @@ def cmd_device(args: argparse.Namespace) -> int:
         return 0
     lines = [f"{d.name}  ({d.id}; aliases: {', '.join(d.aliases) or '-'})",
              f"{d.compute_units} {d.compute_unit_name}s, boost {d.boost_clock_hz / 1e6:.0f} MHz"
+             + (f" (vector peaks and issue at {d.vector_clock_hz / 1e6:.0f} MHz)" if d.vector_clock_hz else "")
              + (f", TDP {d.tdp_w:.0f} W" if d.tdp_w else ""), "", "memory:"]
     mem_rows = [[m["level"], m["type"], _si(m["bandwidth"], "B/s"), _binary(m["capacity"]),
                  ("uncertain: " + m["uncertain"]) if m["uncertain"] else ""] for m in d.memory_levels()]

@@ -156,6 +156,22 @@ TEST_CASE("an op's FLOP terms: four in place, more spill to the heap in order; c
     CHECK(copy.scaled(3).flops(Unit::matrix, DType::int32) == doctest::Approx(18));
 }
 
+TEST_CASE("the SMs issue at the clock of the vector peaks where the tensor peaks are quoted at a lower one") {
+    // H100 SXM5: tensor peaks at 1830 MHz (989.4 dense BF16 TFLOPS = 132 SMs x 4096 x 1830 MHz), FP32 66.9 TFLOPS
+    // = 132 x 128 lanes x 2 x 1980 MHz
+    const Device& h = db().get("h100-sxm");
+    CHECK(h.boost_clock_hz == doctest::Approx(1830e6));
+    CHECK(h.vector_clock_hz == doctest::Approx(1980e6));
+    CHECK(h.issue_lanes_per_s() == doctest::Approx(132 * 128 * 1980e6));
+    CHECK(h.peak_flops(DType::fp32, Unit::vector) == doctest::Approx(2 * h.issue_lanes_per_s()).epsilon(0.01));
+    // round trip through the file's JSON; a device without it issues at its boost clock
+    const Device back = parse_device(h.to_json(), "h100.json");
+    CHECK(back.vector_clock_hz == h.vector_clock_hz);
+    const Device& a = db().get("a100-sxm-80gb");
+    CHECK(a.vector_clock_hz == 0);
+    CHECK(a.issue_lanes_per_s() == doctest::Approx(108 * 128 * 1410e6));
+}
+
 TEST_CASE("issue slots run at the SM's dispatch rate, not at its INT32 peak; without one, as INT32 operations") {
     // RTX Blackwell's unified FP32 / INT32 lanes double the INT32 peak per SM and clock; the dispatch stays 128
     // lanes per SM and clock, as on Ada

@@ -95,6 +95,9 @@ public:
     double lanes_issued_per_clock = 0;
     Provenance compute_units_provenance;
     double boost_clock_hz = 0, base_clock_hz = 0;
+    /// The clock the vector (CUDA-core) peaks are quoted at where the datasheet quotes its tensor peaks at a
+    /// lower one (H100 SXM5: 1980 MHz beside 1830); 0: boost_clock_hz. The SMs issue at it.
+    double vector_clock_hz = 0;
     Provenance clocks_provenance;
     std::array<MemoryLevel, kNumLevels> memory{};
     std::vector<ComputePeak> compute;
@@ -109,9 +112,11 @@ public:
     double peak_flops(DType format, Unit unit = Unit::matrix) const;
     /// The peak record peak_flops uses, or nullptr.
     const ComputePeak* find_peak(DType format, Unit unit = Unit::matrix) const;
-    /// Thread instructions issued per second by all compute units at the boost clock (compute_units x
-    /// lanes_issued_per_clock x boost clock); 0 where either is not in the data.
-    double issue_lanes_per_s() const { return compute_units * lanes_issued_per_clock * boost_clock_hz; }
+    /// Thread instructions issued per second by all compute units at the clock of the vector peaks
+    /// (compute_units x lanes_issued_per_clock x vector_clock_hz, else the boost clock); 0 where the data lacks one.
+    double issue_lanes_per_s() const {
+        return compute_units * lanes_issued_per_clock * (vector_clock_hz > 0 ? vector_clock_hz : boost_clock_hz);
+    }
     /// The peak an op in `format` actually runs at: the format's own peak (matrix falling back to vector), or,
     /// where the device has none, that of the wider format the same arithmetic runs in (bf16, fp16, tf32 -> fp32;
     /// int32 ALU work -> the fp32 lanes, an upper bound: no GPU has more int32 than fp32 lanes). fp8, fp4, int8 and

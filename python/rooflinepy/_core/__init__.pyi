@@ -196,6 +196,8 @@ class Device:
         """
         The fastest interconnect joining that many devices (B/s per direction; 0: none)
         """
+    def issue_lanes_per_s(self) -> float:
+        ...
     def memory_levels(self) -> list:
         """
         Every memory level with bandwidth (bytes/s), capacity (bytes) and source
@@ -271,6 +273,9 @@ class Device:
         ...
     @property
     def tdp_w(self) -> float:
+        ...
+    @property
+    def vector_clock_hz(self) -> float:
         ...
     @property
     def vendor(self) -> str:
