@@ -708,11 +708,14 @@ TEST_CASE("a kernel's ALU work per multiply-add follows the weight format's bloc
     CHECK(mmq_alu("Q4_K") > q4_0);
     CHECK(mmq_alu("Q6_K") > mmq_alu("Q4_K"));
     CHECK(mmq_alu("Q6_K") == doctest::Approx(q4_0 * 1.306));
-    // counted in issue slots at the SM's dispatch rate; the HIP build's copy stays on the INT32 lanes
+    // counted in issue slots at the SM's dispatch rate; the HIP build's copies stay on the INT32 lanes but CDNA's,
+    // whose hardware_db files give its issue rate (64 lane-instructions per CU and clock)
     CHECK(linear_paths(parse_format("Q4_0"), o).back().alu_on_issue);
     const EngineBackend& rocm = engine_db().get("llama.cpp").backend("rocm");
-    for (const LinearKernel& hip : rocm.linear_kernels)
-        if (hip.alu_ops_per_mac > 0) CHECK_FALSE(hip.alu_on_issue);
+    for (const LinearKernel& hip : rocm.linear_kernels) {
+        CAPTURE(hip.name);
+        if (hip.alu_ops_per_mac > 0) CHECK(hip.alu_on_issue == (hip.name == "mul_mat_q (MMQ), CDNA"));
+    }
 }
 
 TEST_CASE("a kernel's ALU work may be issue slots (\"alu_format\": \"issue\"); its parser names the choices") {
@@ -823,12 +826,20 @@ TEST_CASE("llama.cpp on ROCm: the CUDA backend's kernels built for HIP, with eac
     CHECK(path("Q4_K", 512).compute == "int8");
     CHECK_FALSE(path("Q4_K", 512).stream_k);  // conventional tiling off NVIDIA and CDNA
     // per family (mmq-config-*.cuh): RDNA3.5 one block per tile, no split-K, a tile per WGP of two CUs; CDNA stream-K
-    const KernelOccupancy rdna = path("Q4_K", 512).occupancy_on("amd-rdna3.5"), cdna = path("Q4_K", 512).occupancy_on("amd-cdna3");
+    const KernelOccupancy rdna = path("Q4_K", 512).occupancy_on("amd-rdna3.5");
     CHECK_FALSE(rdna.split_k);
     CHECK(rdna.tiles_per_unit == 0.5);
     CHECK_FALSE(rdna.stream_k);
-    CHECK(cdna.stream_k);
-    CHECK(cdna.tiles_per_unit == 1);
+    // CDNA (mmq-config-cdna.cuh): its own MMQ, stream-K, tiles of at most 64 tokens, the unpacking on issue slots
+    const LinearKernel cdna = path("Q4_K", 512, "amd-cdna3");
+    CHECK(cdna.name == "mul_mat_q (MMQ), CDNA");
+    CHECK(cdna.occupancy_on("amd-cdna3").stream_k);
+    CHECK(cdna.occupancy_on("amd-cdna3").tiles_per_unit == 1);
+    CHECK(cdna.tile_m == 64);
+    CHECK(cdna.tile_n == 128);
+    CHECK(cdna.alu_on_issue);
+    CHECK(path("Q4_K", 512, "amd-cdna4").name == "mul_mat_q (MMQ), CDNA");
+    CHECK(cdna.alu_ops_per_mac == path("Q4_K", 512).alu_ops_per_mac);  // the CUDA fit's, like every MMQ kernel's
     CHECK(path("Q4_K", 512).occupancy_on("nvidia-hopper") == KernelOccupancy{1, 1, true, false});  // the kernel's own
     CHECK(path("Q6_K", 256).occupancy_on("amd-rdna3.5") == rdna);
     CHECK(path("Q4_K", 512).by_family.at("amd-rdna3.5").provenance.source.find("mmq-config-rdna3-5.cuh") != std::string::npos);
@@ -850,7 +861,8 @@ TEST_CASE("llama.cpp on ROCm: the CUDA backend's kernels built for HIP, with eac
         for (const char* format : {"Q6_K", "Q2_K", "Q4_K"}) {
             CAPTURE(family);
             CAPTURE(format);
-            CHECK(path(format, 4096, family).name == "mul_mat_q (MMQ)");
+            CHECK(path(format, 4096, family).name.rfind("mul_mat_q (MMQ)", 0) == 0);
+            CHECK(path(format, 4096, family).unit == Unit::matrix);
         }
     // RDNA2 has no WMMA: MMQ's dp4a path on the vector ALUs, with more integer work per multiply-add than the MMA's
     for (const char* format : {"Q6_K", "Q2_K", "Q4_K", "Q4_0"}) {

@@ -112,10 +112,12 @@ def test_llama_cpp_mmq_occupies_every_rdna_generation_as_ggml_configures_it():
     families resolve to them."""
     rocm = next(b for b in rp.engine("llama.cpp").backends if b.backend == "rocm")
     mmq = [k for k in rocm.linear_kernels if k.name.startswith("mul_mat_q (MMQ)")]
-    # RDNA2's dp4a, the RDNA3 / RDNA3.5 thresholds of Q6_K (two), Q2_K and IQ2, and MMQ for the rest
-    assert len(mmq) == 6
+    # RDNA2's dp4a, the RDNA3 / RDNA3.5 thresholds of Q6_K (two), Q2_K and IQ2, CDNA's own, and MMQ for the rest
+    assert len(mmq) == 7
     rdna = ("amd-rdna3", "amd-rdna3.5", "amd-rdna4")
-    for k in (k for k in mmq if k.unit == "matrix"):  # the dp4a kernel of RDNA2 runs on the vector ALUs
+    cdna = next(k for k in mmq if k.name == "mul_mat_q (MMQ), CDNA")
+    assert cdna.families == ["amd-cdna3", "amd-cdna4"] and not set(cdna.by_family) & set(rdna)
+    for k in (k for k in mmq if k.unit == "matrix" and k is not cdna):  # the dp4a kernel of RDNA2 runs on the vector ALUs
         for family in (f for f in k.families or rdna if f in rdna):
             o = k.by_family[family]
             assert (o["tiles_per_unit"], o["split_k"]) == (0.5, False), (k.name, family, o)
