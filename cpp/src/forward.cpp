@@ -687,16 +687,15 @@ OpCost slot_cost(const OpSlot& s, const PhaseOptions& options, double batch, dou
                                      options.flash_kv_to_f16->converts(options.kv, tokens, options.device_family);
                 op = ops::attention(shape, act, kind, false, options.flash, convert ? &f16 : &options.kv,
                                     options.attention_score_bytes, qk ? &*qk : nullptr, pv ? &*pv : nullptr);
+                const double kv_heads = s.kv_heads > 0 ? s.kv_heads : s.heads;
                 if (!flash && (options.unfused_k_bytes > 0 || options.unfused_output_bytes > 0)) {
                     // the unfused path's own copies: K converted for its product, the output converted and its
                     // heads merged; half of each element's bytes read, half written
-                    const double kv_heads = s.kv_heads > 0 ? s.kv_heads : s.heads;
                     const double bytes = options.unfused_k_bytes * batch * kv_len * kv_heads * s.head_dim +
                                          options.unfused_output_bytes * batch * tokens * s.heads * s.head_dim;
                     op.add_dram(bytes / 2, bytes / 2);
                 }
                 if (convert) {
-                    const double kv_heads = s.kv_heads > 0 ? s.kv_heads : s.heads;
                     op.add_dram(kv_bytes(batch, kv_len, kv_heads, s.head_dim, options.kv),
                                 kv_bytes(batch, kv_len, kv_heads, s.head_dim, f16));
                     op.add_dequant(options.kv, batch * 2 * kv_len * kv_heads * s.head_dim);
