@@ -392,7 +392,11 @@ def estimate(model: ModelLike, quant: str, device: DeviceLike, prompt_tokens: in
     context+prompt+gen, summed in closed form. ``draft_model`` with ``draft_tokens`` (γ) and ``acceptance`` (α)
     turns on speculative decoding. ``flash_attention`` None runs what the engine runs when not told
     (``rp.engine(engine).backend(...).flash_attention_default``: llama-bench's ``-fa auto``, on where the backend has
-    the kernels); True / False force it; the estimate's ``flash_attention`` says which ran.
+    the kernels); True / False force it; the estimate's ``flash_attention`` says which ran. ``tensor_parallel`` splits
+    every layer's weights and heads over that many devices joined by the device's interconnect (vLLM's and
+    TensorRT-LLM's tensor parallelism, llama.cpp's ``--split-mode row``); llama.cpp's default ``--split-mode layer``,
+    which runs one sequence through the devices' layer ranges one after another (about one device's speed, the memory
+    split), is not what it models.
     """
     # the common call (names, plain numbers, the default micro-batch) passes every check below: tested by type alone
     if not (type(model) is str and type(device) is str and type(quant) is str and type(kv_dtype) is str
