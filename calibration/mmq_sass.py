@@ -3,6 +3,7 @@
 
     python3 calibration/mmq_sass.py --ggml /path/to/ggml [--arch sm_86 --arch sm_120a] [--type q4_0 --type mxfp4]
     python3 calibration/mmq_sass.py --ggml /path/to/ggml --dp4a --j 64 --arch sm_86 --type q4_0   # the dp4a variant
+    python3 calibration/mmq_sass.py --ggml /path/to/ggml --mmvq 1 --mmvq 8 --arch sm_86 --type iq2_xxs  # MMVQ
 
 What it measures: engine_db's ``alu_ops_scale`` of llama.cpp's MMQ kernels (engine_db/llama.cpp.json, cuda backend)
 are the instructions MMQ's K loop issues besides its matrix multiply-adds, per 4096 multiply-adds, relative to
@@ -19,6 +20,11 @@ undefined (common.cuh), so MMQ takes the path ggml builds where no MMA is availa
 HIP build on RDNA2 and GCN): the same source's integer work around 4-way int8 dot products instead of tensor-core
 MMAs, in NVIDIA's instruction set (default architecture sm_86). Its ratio column is then against dp4a's own Q4_0;
 engine_db's dp4a scales divide the per-4096 column by the int8-MMA Q4_0 loop's (18.79 on sm_86, a run without --dp4a).
+
+--mmvq N counts the mat-vec kernel instead, ``mul_mat_vec_q<type, N tokens>`` of ``src/ggml-cuda/mmvq.cu`` (no
+fusion, the general variant): the smallest loop holding its IDP.4A products and global loads, its instructions per
+4,096 weights (all N tokens' work) besides and with the products. tests/validation/README.md cites it for MMVQ at 1-8
+tokens (IQ2_XXS and Q4_0 issue about the same per weight at 8 tokens).
 
 Limits: a static count (branches inside the loop counted as if always taken; of the K loop's inlined copies, the
 smallest: ordinary tiles, stream-K tiles and the tail are separate copies), built without ggml's fast-math flags.
@@ -142,6 +148,43 @@ def count(ggml: Path, wtype: str, arch: str, nvcc: str, cuobjdump: str, work: Pa
             "top": Counter(o.split(".")[0] for o in ops if not is_matrix(o)).most_common(6)}
 
 
+def type_enum(ggml: Path, wtype: str) -> int:
+    """The ggml_type value of a weight type name (include/ggml.h: GGML_TYPE_Q4_0 = 2, ...)."""
+    header = (ggml / "include" / "ggml.h").read_text()
+    m = re.search(rf"GGML_TYPE_{re.escape(wtype.upper())}\s*=\s*(\d+)", header)
+    if not m:
+        raise SystemExit(f"--type {wtype}: no GGML_TYPE_{wtype.upper()} in {ggml / 'include' / 'ggml.h'}")
+    return int(m.group(1))
+
+
+def count_mmvq(ggml: Path, wtypes: List[str], arch: str, ncols: List[int], nvcc: str, cuobjdump: str,
+               work: Path) -> List[Dict[str, object]]:
+    """Per weight type and token count: the K loop of mul_mat_vec_q<type, n, no fusion> in mmvq.cu, its instructions
+    and IDP.4A products, and per 4,096 weights the instructions besides the products and all of them."""
+    cubin = work / f"mmvq.{arch}.cubin"
+    subprocess.run([nvcc, "-std=c++17", "-O3", f"-arch={arch}", "-cubin", "-DNDEBUG",
+                    f"-I{ggml / 'include'}", f"-I{ggml / 'src'}", f"-I{ggml / 'src' / 'ggml-cuda'}",
+                    "-o", str(cubin), str(ggml / "src" / "ggml-cuda" / "mmvq.cu")], check=True)
+    sass = subprocess.run([cuobjdump, "-sass", str(cubin)], check=True, capture_output=True, text=True).stdout
+    kernels = {n: b for n, b in functions(sass)}
+    rows: List[Dict[str, object]] = []
+    for wtype in wtypes:
+        enum = type_enum(ggml, wtype)
+        for n in ncols:
+            name = next((k for k in kernels if re.match(rf"_Z13mul_mat_vec_qIL9ggml_type{enum}ELi{n}ELb0ELb0ELb0E", k)), None)
+            if name is None:
+                raise SystemExit(f"{cubin}: no mul_mat_vec_q<{wtype}, {n}, false> in it")
+            ops = smallest_loop(kernels[name])
+            if ops is None:
+                raise SystemExit(f"{wtype} n={n}: no loop with IDP.4A and global loads")
+            dp4a = sum(1 for o in ops if is_matrix(o))
+            weights = dp4a * MACS_PER_MMA["IDP.4A"] / n  # each weight is multiplied by n tokens
+            rows.append({"type": wtype, "arch": arch, "n": n, "loop": len(ops), "dp4a": dp4a,
+                         "other_per_4096_weights": (len(ops) - dp4a) * 4096 / weights,
+                         "all_per_4096_weights": len(ops) * 4096 / weights})
+    return rows
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ggml", type=Path, required=True, help="a ggml source tree (holding src/ggml-cuda)")
@@ -149,12 +192,29 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--type", action="append", help="weight types (default: q4_0 q8_0 q4_k q6_k mxfp4 nvfp4)")
     ap.add_argument("--j", type=int, default=128, help="the kernel's token tile (template J; default 128)")
     ap.add_argument("--dp4a", action="store_true", help="count the dp4a variant (no MMA), see above")
+    ap.add_argument("--mmvq", type=int, action="append", metavar="N",
+                    help="count mul_mat_vec_q at N tokens (1-8; repeat for several) instead of MMQ")
     ap.add_argument("--nvcc", default=shutil.which("nvcc") or "nvcc")
     ap.add_argument("--cuobjdump", default=shutil.which("cuobjdump") or "cuobjdump")
     args = ap.parse_args(argv)
     if not (args.ggml / "src" / "ggml-cuda" / "template-instances").is_dir():
         raise SystemExit(f"--ggml {args.ggml}: no src/ggml-cuda/template-instances in it (a ggml tree: ggml-org/ggml, "
                          "or llama.cpp's ggml/ directory)")
+    if args.mmvq:
+        bad = [n for n in args.mmvq if not 1 <= n <= 8]
+        if bad:
+            raise SystemExit(f"--mmvq {bad[0]}: mul_mat_vec_q is built for 1 to 8 tokens")
+        if args.dp4a:
+            raise SystemExit("--mmvq and --dp4a: MMVQ has no MMA variant to leave out")
+        with tempfile.TemporaryDirectory() as tmp:
+            rows = [r for a in (args.arch or ["sm_86"])
+                    for r in count_mmvq(args.ggml, [t.lower() for t in (args.type or ["q4_0"])], a, sorted(set(args.mmvq)),
+                                        args.nvcc, args.cuobjdump, Path(tmp))]
+        print(f"{'type':8} {'arch':8} {'n':>2} {'loop':>6} {'IDP.4A':>7} {'other/4096 w':>13} {'all/4096 w':>11}")
+        for r in rows:
+            print(f"{r['type']:8} {r['arch']:8} {r['n']:2d} {r['loop']:6d} {r['dp4a']:7d} "
+                  f"{r['other_per_4096_weights']:13.1f} {r['all_per_4096_weights']:11.1f}")
+        return 0
     archs = args.arch or (["sm_86"] if args.dp4a else ["sm_86", "sm_120a"])
     types = [t.lower() for t in args.type] if args.type else ["q4_0", "q8_0", "q4_k", "q6_k", "mxfp4", "nvfp4"]
     if REFERENCE[0] not in types:

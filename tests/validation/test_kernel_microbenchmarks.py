@@ -182,8 +182,8 @@ def test_cuda_mmvq_on_iquants_known_miss_past_two_tokens():
     block and token (mmvq.cu), and the measured time grows with the tokens from 3 on (RTX 3090 iq2_xxs 34 us at one
     token, 87 at eight; RTX 5060 Ti iq2_xs flat at 46-48 us for one and two, 137 at eight), while the model keeps the
     kernel on its weight stream (its products at the fp32 rate, the unpacking once per weight) and runs 8 tokens at
-    2.3-2.5x their measured rate. The machine code (mul_mat_vec_q<IQ2_XXS, n> compiled here with nvcc 13.0 for sm_86,
-    ggml-org/ggml@d99724f2) issues about the same instructions per weight at 8 tokens as Q4_0's does (1,256 and
+    2.3-2.5x their measured rate. The machine code (calibration/mmq_sass.py --mmvq 8: mul_mat_vec_q<IQ2_XXS, 8> for
+    sm_86, nvcc 13.0, ggml-org/ggml@d99724f2) issues about the same instructions per weight at 8 tokens as Q4_0's does (1,256 and
     1,200 warp instructions per 4,096 weights: the compiler shares the weights' unpacking between the tokens), which
     at the SM's issue rate is 0.37 of the RTX 3090's measured time: the kernel waits on its table lookups, and no
     microbenchmark of the legacy or K-quant types at 2-8 tokens was found to tell the two apart. The RTX 3090's one-
