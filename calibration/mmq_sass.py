@@ -125,16 +125,21 @@ def inner_loop(body: List[Tuple[int, str]]) -> Tuple[List[str], List[str]]:
     return ops, [s for s in shapes if s]
 
 
+def compile_sass(ggml: Path, source: Path, arch: str, nvcc: str, cuobjdump: str, cubin: Path) -> str:
+    """The SASS of one ggml-cuda source file compiled with nvcc for `arch` (into `cubin`), as cuobjdump prints it."""
+    subprocess.run([nvcc, "-std=c++17", "-O3", f"-arch={arch}", "-cubin", "-DNDEBUG",
+                    f"-I{ggml / 'include'}", f"-I{ggml / 'src'}", f"-I{ggml / 'src' / 'ggml-cuda'}",
+                    "-o", str(cubin), str(source)], check=True)
+    return subprocess.run([cuobjdump, "-sass", str(cubin)], check=True, capture_output=True, text=True).stdout
+
+
 def count(ggml: Path, wtype: str, arch: str, nvcc: str, cuobjdump: str, work: Path, j: int = 128,
           dp4a: bool = False) -> Dict[str, object]:
     source = ggml / "src" / "ggml-cuda" / "template-instances" / f"mmq-instance-{wtype}.cu"
     if not source.is_file():
         raise SystemExit(f"--type {wtype}: {source} does not exist")
     cubin = work / f"{wtype}.{arch}.cubin"
-    subprocess.run([nvcc, "-std=c++17", "-O3", f"-arch={arch}", "-cubin", "-DNDEBUG",
-                    f"-I{ggml / 'include'}", f"-I{ggml / 'src'}", f"-I{ggml / 'src' / 'ggml-cuda'}",
-                    "-o", str(cubin), str(source)], check=True)
-    sass = subprocess.run([cuobjdump, "-sass", str(cubin)], check=True, capture_output=True, text=True).stdout
+    sass = compile_sass(ggml, source, arch, nvcc, cuobjdump, cubin)
     kernel = [(n, b) for n, b in functions(sass) if re.match(rf"_Z9mul_mat_qIL9ggml_type\d+ELi{j}ELb0E", n)]
     if not kernel:
         raise SystemExit(f"{cubin}: no mul_mat_q<type, {j}, false> in it")
@@ -162,16 +167,13 @@ def count_mmvq(ggml: Path, wtypes: List[str], arch: str, ncols: List[int], nvcc:
     """Per weight type and token count: the K loop of mul_mat_vec_q<type, n, no fusion> in mmvq.cu, its instructions
     and IDP.4A products, and per 4,096 weights the instructions besides the products and all of them."""
     cubin = work / f"mmvq.{arch}.cubin"
-    subprocess.run([nvcc, "-std=c++17", "-O3", f"-arch={arch}", "-cubin", "-DNDEBUG",
-                    f"-I{ggml / 'include'}", f"-I{ggml / 'src'}", f"-I{ggml / 'src' / 'ggml-cuda'}",
-                    "-o", str(cubin), str(ggml / "src" / "ggml-cuda" / "mmvq.cu")], check=True)
-    sass = subprocess.run([cuobjdump, "-sass", str(cubin)], check=True, capture_output=True, text=True).stdout
-    kernels = {n: b for n, b in functions(sass)}
+    kernels = dict(functions(compile_sass(ggml, ggml / "src" / "ggml-cuda" / "mmvq.cu", arch, nvcc, cuobjdump, cubin)))
     rows: List[Dict[str, object]] = []
     for wtype in wtypes:
         enum = type_enum(ggml, wtype)
         for n in ncols:
-            name = next((k for k in kernels if re.match(rf"_Z13mul_mat_vec_qIL9ggml_type{enum}ELi{n}ELb0ELb0ELb0E", k)), None)
+            mangled = rf"_Z13mul_mat_vec_qIL9ggml_type{enum}ELi{n}ELb0ELb0ELb0E"
+            name = next((k for k in kernels if re.match(mangled, k)), None)
             if name is None:
                 raise SystemExit(f"{cubin}: no mul_mat_vec_q<{wtype}, {n}, false> in it")
             ops = smallest_loop(kernels[name])
@@ -207,9 +209,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         if args.dp4a:
             raise SystemExit("--mmvq and --dp4a: MMVQ has no MMA variant to leave out")
         with tempfile.TemporaryDirectory() as tmp:
+            mtypes, ncols = [t.lower() for t in (args.type or ["q4_0"])], sorted(set(args.mmvq))
             rows = [r for a in (args.arch or ["sm_86"])
-                    for r in count_mmvq(args.ggml, [t.lower() for t in (args.type or ["q4_0"])], a, sorted(set(args.mmvq)),
-                                        args.nvcc, args.cuobjdump, Path(tmp))]
+                    for r in count_mmvq(args.ggml, mtypes, a, ncols, args.nvcc, args.cuobjdump, Path(tmp))]
         print(f"{'type':8} {'arch':8} {'n':>2} {'loop':>6} {'IDP.4A':>7} {'other/4096 w':>13} {'all/4096 w':>11}")
         for r in rows:
             print(f"{r['type']:8} {r['arch']:8} {r['n']:2d} {r['loop']:6d} {r['dp4a']:7d} "

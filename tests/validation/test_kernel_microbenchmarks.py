@@ -37,9 +37,14 @@ KNOWN_MISSES = {
 }
 
 
-def rows():
-    with open(TABLE) as f:
+def read_table(path: Path) -> list:
+    """A microbenchmark table's rows (its '#' lines are the header with the sources)."""
+    with open(path) as f:
         return list(csv.DictReader(line for line in f if not line.startswith("#")))
+
+
+def rows():
+    return read_table(TABLE)
 
 
 def modelled_tflops(kind: str, m: int, k: int, n: int) -> float:
@@ -111,8 +116,7 @@ CDNA3_QUANT = {"q4_K": "Q4_K_S", "q8_0": "Q8_0", "iq2_xs": "IQ2_XS"}
 
 
 def cdna3_rows():
-    with open(CDNA3_TABLE) as f:
-        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+    return read_table(CDNA3_TABLE)
 
 
 def cdna3_ratio(row) -> float:
@@ -158,8 +162,7 @@ CUDA_IQ_QUANT = {"iq2_xxs": "IQ2_XXS", "iq2_xs": "IQ2_XS"}
 
 
 def cuda_iq_rows():
-    with open(CUDA_IQ_TABLE) as f:
-        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+    return read_table(CUDA_IQ_TABLE)
 
 
 def cuda_iq_ratio(row) -> float:
@@ -183,8 +186,9 @@ def test_cuda_mmvq_on_iquants_known_miss_past_two_tokens():
     token, 87 at eight; RTX 5060 Ti iq2_xs flat at 46-48 us for one and two, 137 at eight), while the model keeps the
     kernel on its weight stream (its products at the fp32 rate, the unpacking once per weight) and runs 8 tokens at
     2.3-2.5x their measured rate. The machine code (calibration/mmq_sass.py --mmvq 8: mul_mat_vec_q<IQ2_XXS, 8> for
-    sm_86, nvcc 13.0, ggml-org/ggml@d99724f2) issues about the same instructions per weight at 8 tokens as Q4_0's does (1,256 and
-    1,200 warp instructions per 4,096 weights: the compiler shares the weights' unpacking between the tokens), which
+    sm_86, nvcc 13.0, ggml-org/ggml@d99724f2) issues about the same instructions per weight at 8 tokens as Q4_0's
+    does (1,256 and 1,200 warp instructions per 4,096 weights: the compiler shares the weights' unpacking between the
+    tokens), which
     at the SM's issue rate is 0.37 of the RTX 3090's measured time: the kernel waits on its table lookups, and no
     microbenchmark of the legacy or K-quant types at 2-8 tokens was found to tell the two apart. The RTX 3090's one-
     and two-token rows take 10-14 us more than the model's weight stream and launches (0.62-0.69). The bounds hold
