@@ -81,6 +81,14 @@ void register_engine(py::module_& m) {
                       "fraction of the device's achievable bandwidth its streaming kernels reach")
         .def_readonly("op_kernels", &EngineBackend::op_kernels, "kernels per op where the engine launches other than one")
         .def_readonly("prefill_ubatch_tokens", &EngineBackend::prefill_ubatch_tokens, "prompt micro-batch (0: whole prompt)")
+        .def_readonly("split_modes", &EngineBackend::split_modes,
+                      "how it spreads a model over devices, its default first: layer, tensor")
+        .def_readonly("prefill_batch_tokens", &EngineBackend::prefill_batch_tokens,
+                      "under a layer split: tokens per call whose micro-batches the devices overlap (0: none)")
+        .def_readonly("layer_handoff_latency_s", &EngineBackend::layer_handoff_latency_s,
+                      "under a layer split: fixed time of handing the hidden state to the next device [s]")
+        .def_readonly("layer_split_kernel_fixed_cost_add", &EngineBackend::layer_split_kernel_fixed_cost_add,
+                      "under a layer split: added to kernel_fixed_cost_scale")
         .def_readonly("flash_attention_version", &EngineBackend::flash_attention_version)
         .def_readonly("flash_attention_default", &EngineBackend::flash_attention_default,
                       "whether it runs flash attention unless told otherwise")

@@ -24,6 +24,8 @@ void register_estimate(py::module_& m) {
 #undef ROOFLINE_X
     cls.def_readonly("speculative_tokens_per_cycle", &Estimate::speculative_tokens_per_cycle,
                      "expected tokens per draft-and-verify cycle (0 without speculative decoding)");
+    cls.def_readonly("split_mode", &Estimate::split_mode,
+                     "how the tensor_parallel devices share the model: none (one device), layer or tensor");
     cls.def(
         "values",
         [](const Estimate& e) {
@@ -52,7 +54,7 @@ void register_estimate(py::module_& m) {
         [](const Model& model, const Device& device, const std::string& quant, double batch, double prompt_tokens,
            double gen_tokens, const std::string& kv_dtype, std::optional<bool> flash_attention, const std::string& engine,
            double tensor_parallel, const Model* draft, const std::string& draft_quant, double draft_tokens, double acceptance,
-           double context_tokens, double ubatch_tokens) {
+           double context_tokens, double ubatch_tokens, const std::string& split_mode) {
             // a Python int of any size arrives as a double; only whole numbers in the core's range become an int
             check_range("tensor_parallel", tensor_parallel, 1, 1024);
             check_count("tensor_parallel", tensor_parallel);
@@ -72,6 +74,7 @@ void register_estimate(py::module_& m) {
             w.acceptance = acceptance;
             w.context_tokens = context_tokens;
             w.ubatch_tokens = ubatch_tokens;
+            w.split_mode = split_mode;
             py::gil_scoped_release release;
             return estimate(model, device, w);
         },
@@ -79,5 +82,5 @@ void register_estimate(py::module_& m) {
         py::arg("gen_tokens") = 128.0, py::arg("kv_dtype") = "f16", py::arg("flash_attention") = py::none(),
         py::arg("engine") = "llama.cpp", py::arg("tensor_parallel") = 1, py::arg("draft") = py::none(),
         py::arg("draft_quant") = "", py::arg("draft_tokens") = 0.0, py::arg("acceptance") = 0.0,
-        py::arg("context_tokens") = 0.0, py::arg("ubatch_tokens") = 0.0);
+        py::arg("context_tokens") = 0.0, py::arg("ubatch_tokens") = 0.0, py::arg("split_mode") = "");
 }

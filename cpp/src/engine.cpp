@@ -335,7 +335,8 @@ const std::vector<std::string>& backend_keys() {
             "matvec_fused_bias", "matvec_fused_glu", "logits_last_token_only",
             "runtime_overhead_GB", "all_reduce", "collective_step_latency_us", "collective_protocols",
             "custom_all_reduce_max_bytes", "custom_all_reduce_max_hidden", "vocab_parallel", "bandwidth_fraction",
-            "op_kernels", "prefill_ubatch_tokens", "flash_attention_version", "flash_attention_default",
+            "op_kernels", "prefill_ubatch_tokens", "split_modes", "prefill_batch_tokens", "layer_handoff_latency_us",
+            "layer_split_kernel_fixed_cost_add", "flash_attention_version", "flash_attention_default",
             "decode_attention_per_query_head",
             "decode_attention_alu_ops_per_mac", "attention_score_bytes", "unfused_attention_bytes", "flash_attention_formats",
             "flash_attention_issue", "flash_attention_head_dims", "flash_attention_kv_to_f16", "prediction_interval"};
@@ -542,6 +543,27 @@ void apply_backend(EngineBackend& b, JsonObject o, const nlohmann::json& raw) {
         p.finish();
     }
     if (o.has("prefill_ubatch_tokens")) b.prefill_ubatch_tokens = number_value(o, "prefill_ubatch_tokens", b, 0, 1 << 24);
+    if (o.has("split_modes")) {
+        JsonObject p = o.object("split_modes");
+        const auto& list = p.array("value", true);
+        if (list.empty()) p.fail("value", "must list \"layer\", \"tensor\" or both, the default first");
+        b.split_modes.clear();
+        for (std::size_t i = 0; i < list.size(); ++i) {
+            const std::string at = "value[" + std::to_string(i) + "]";
+            if (!list[i].is_string() || (list[i] != "layer" && list[i] != "tensor"))
+                p.fail(at, "must be \"layer\" or \"tensor\", got " + list[i].dump());
+            const std::string m = list[i].get<std::string>();
+            if (std::find(b.split_modes.begin(), b.split_modes.end(), m) != b.split_modes.end()) p.fail(at, "repeats \"" + m + "\"");
+            b.split_modes.push_back(m);
+        }
+        b.sources["split_modes"] = provenance_of(p);
+        p.finish();
+    }
+    if (o.has("prefill_batch_tokens")) b.prefill_batch_tokens = number_value(o, "prefill_batch_tokens", b, 0, 1 << 24);
+    if (o.has("layer_handoff_latency_us"))
+        b.layer_handoff_latency_s = number_value(o, "layer_handoff_latency_us", b, 0, 1e6) / 1e6;  // round-trips
+    if (o.has("layer_split_kernel_fixed_cost_add"))
+        b.layer_split_kernel_fixed_cost_add = number_value(o, "layer_split_kernel_fixed_cost_add", b, 0, 100);
     if (o.has("flash_attention_version")) {
         const double v = number_value(o, "flash_attention_version", b, 1, 3);
         if (std::floor(v) != v) o.fail("flash_attention_version", "must be 1, 2 or 3");
@@ -885,6 +907,10 @@ std::string Engine::to_json(int indent) const {
         x["bandwidth_fraction"] = prop(b, "bandwidth_fraction", b.bandwidth_fraction);
         x["op_kernels"] = prop(b, "op_kernels", b.op_kernels);
         x["prefill_ubatch_tokens"] = prop(b, "prefill_ubatch_tokens", b.prefill_ubatch_tokens);
+        x["split_modes"] = prop(b, "split_modes", b.split_modes);
+        x["prefill_batch_tokens"] = prop(b, "prefill_batch_tokens", b.prefill_batch_tokens);
+        x["layer_handoff_latency_us"] = prop(b, "layer_handoff_latency_us", b.layer_handoff_latency_s * 1e6);
+        x["layer_split_kernel_fixed_cost_add"] = prop(b, "layer_split_kernel_fixed_cost_add", b.layer_split_kernel_fixed_cost_add);
         x["flash_attention_version"] = prop(b, "flash_attention_version", b.flash_attention_version);
         x["flash_attention_default"] = prop(b, "flash_attention_default", b.flash_attention_default);
         x["decode_attention_per_query_head"] = prop(b, "decode_attention_per_query_head", b.decode_attention_per_query_head);

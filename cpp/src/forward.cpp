@@ -118,7 +118,8 @@ bool same_slots_under(const PhaseOptions& x, const PhaseOptions& y) {
     return same_format(x.activation, y.activation) && same_format(x.kv, y.kv) && x.attention == y.attention &&
            x.logits_last_token_only == y.logits_last_token_only && x.fused_qkv == y.fused_qkv &&
            x.matvec_fused_bias == y.matvec_fused_bias && x.matvec_fused_glu == y.matvec_fused_glu &&
-           x.vocab_parallel == y.vocab_parallel && x.tensor_parallel == y.tensor_parallel;
+           x.vocab_parallel == y.vocab_parallel && x.tensor_parallel == y.tensor_parallel &&
+           x.pipeline_stages == y.pipeline_stages;
 }
 
 void assign_paths(std::vector<OpSlot>& slots, const PhaseOptions& options) {
@@ -450,6 +451,14 @@ std::vector<OpSlot> forward_slots(const Model& model, const std::vector<TensorFo
         b.layer.clear();
     }
 
+    // A layer split: at each of the stages − 1 boundaries the hidden state of every row goes to the next device.
+    if (options.pipeline_stages > 1) {
+        OpSlot& h = b.add("layer_handoff", SlotKind::all_reduce);
+        h.count = options.pipeline_stages - 1;
+        h.bytes_per_row = H * options.activation.bytes_per_element();
+        flush();
+    }
+
     // Final norm and the output head (for the last token of each sequence only, in prefill).
     for (const auto& w : model.tensors)
         if (w.role == "output_norm" && w.name.find(".bias") == std::string::npos) b.norm("output_norm");
@@ -738,12 +747,12 @@ std::vector<PhaseOp> forward_ops(const Model& model, const std::vector<TensorFor
             const double bytes = slot_rows(s, batch, tokens) * s.bytes_per_row;
             bool merged = false;
             for (auto& op : ops)
-                if (op.name == "all_reduce" && op.collective_bytes == bytes) {
+                if (op.name == s.name && op.collective_bytes == bytes) {
                     op.count += s.count;
                     merged = true;
                     break;
                 }
-            if (!merged) ops.push_back({"all_reduce", slot_cost(s, options, batch, tokens, past), s.count, bytes});
+            if (!merged) ops.push_back({s.name, slot_cost(s, options, batch, tokens, past), s.count, bytes});
             continue;
         }
         OpCost cost = slot_cost(s, options, batch, tokens, past);

@@ -99,6 +99,27 @@ void check_tensor_parallel(int tp) {
     if (tp < 1 || tp > 1024) throw InvalidArgument("tensor_parallel must be within [1, 1024], got " + std::to_string(tp));
 }
 
+// The split mode a configuration runs under on `backend`: "none" on one device, else the one asked for (which the
+// engine must list in split_modes) or the engine's default (the first it lists).
+std::string resolve_split_mode(const PlanConfig& c, const EngineBackend& backend, const std::string& engine_id) {
+    const std::vector<std::string>& modes = backend.split_modes;
+    auto listed = [&] {
+        std::string s;
+        for (const std::string& m : modes) s += (s.empty() ? "\"" : ", \"") + m + "\"";
+        return s;
+    };
+    if (!c.split_mode.empty() && c.split_mode != "layer" && c.split_mode != "tensor" && c.split_mode != "none")
+        throw InvalidArgument("split_mode must be \"layer\", \"tensor\" or \"none\" (one device), got \"" + c.split_mode + "\"");
+    if (c.tensor_parallel <= 1) return "none";
+    if (c.split_mode == "none")
+        throw InvalidArgument("split_mode \"none\" is one device, but tensor_parallel is " + std::to_string(c.tensor_parallel));
+    if (c.split_mode.empty()) return modes.empty() ? std::string("tensor") : modes.front();
+    if (std::find(modes.begin(), modes.end(), c.split_mode) == modes.end())
+        throw InvalidArgument("engine '" + engine_id + "' (" + backend.backend + ") does not split a model by \"" + c.split_mode +
+                              "\"; it splits by " + listed() + " (engine_db split_modes)");
+    return c.split_mode;
+}
+
 // Ideal compute − DRAM seconds: > 0 where an op is compute-bound against DRAM (no serial part when ideal).
 inline double ideal_balance(const OpTimes& t) { return t.ideal.matrix_s + t.ideal.vector_s - t.ideal.memory_s[0]; }
 
@@ -387,8 +408,11 @@ std::shared_ptr<const PlanStructure> make_structure(const Model& model, const Pl
     s.backend = s.engine->backend(backend);
     s.config.engine = s.engine->id;
     if (config.flash_attention_from_engine) s.config.flash_attention = s.backend.flash_attention_default;
+    s.config.split_mode = resolve_split_mode(config, s.backend, s.engine->id);
+    const bool layers = s.config.split_mode == "layer";
     s.options = phase_options(s.backend, s.engine->id, parse_kv_format(config.kv_dtype), s.config.flash_attention,
-                              config.tensor_parallel);
+                              layers ? 1 : config.tensor_parallel);
+    s.options.pipeline_stages = layers ? config.tensor_parallel : 1;
     std::vector<TensorFormat> own;
     if (formats) {
         if (formats->size() != model.tensors.size())
@@ -436,8 +460,10 @@ std::shared_ptr<const PlanStructure> structure_for_backend(const PlanStructure& 
     PlanStructure& s = *st;
     s.backend = s.engine->backend(backend);
     if (s.config.flash_attention_from_engine) s.config.flash_attention = s.backend.flash_attention_default;
+    if (resolve_split_mode(sibling.config, s.backend, s.engine->id) != sibling.config.split_mode) return nullptr;
     s.options = phase_options(s.backend, s.engine->id, sibling.options.kv, s.config.flash_attention,
-                              sibling.config.tensor_parallel);
+                              sibling.options.tensor_parallel);
+    s.options.pipeline_stages = sibling.options.pipeline_stages;
     if (!same_slots_under(s.options, sibling.options)) return nullptr;
     assign_paths(s.slots, s.options);
     s.probes.clear();
@@ -458,6 +484,15 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
     if (!st_ptr) throw InvalidArgument("estimate plan: no structure");
     if (!engine_device) throw InvalidArgument("estimate plan: no device");
     const PlanStructure& st = *st_ptr;
+    stages = st.options.pipeline_stages;
+    if (stages > 1 && st.backend.layer_split_kernel_fixed_cost_add > 0 && st.backend.kernel_fixed_cost_scale > 0) {
+        // a layer split's kernels cost more per launch (EngineBackend::layer_split_kernel_fixed_cost_add): the
+        // device's fixed cost × (scale + add) where device_for_engine gave it × scale
+        auto d = std::make_shared<Device>(*engine_device);
+        d->efficiency.launch_overhead_s *= (st.backend.kernel_fixed_cost_scale + st.backend.layer_split_kernel_fixed_cost_add) /
+                                           st.backend.kernel_fixed_cost_scale;
+        engine_device = std::move(d);
+    }
     const Device& dev = *engine_device;
     options = st.options;
     with_device(options, dev);
@@ -468,6 +503,11 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
     structure = std::move(st_ptr);
     const double tp = options.tensor_parallel;
     device_weight_bytes = rank_bytes(st.weight_bytes, st.replicated_bytes, tp);
+    if (stages > 1) {  // the busiest device of a layer split: its share of the layers, and the vocabulary tables
+        layer_share = std::ceil(st.arch.n_layer / stages) / std::max(1.0, static_cast<double>(st.arch.n_layer));
+        device_weight_bytes = (st.weight_bytes - st.vocab_table_bytes) * layer_share + st.vocab_table_bytes;
+        pipeline_tokens = st.backend.prefill_batch_tokens;
+    }
     dram_bandwidth_Bps = dev.bandwidth(Level::dram);
     capacity_bytes = dev.capacity(Level::dram);
     for (const OpSlot& s : st.slots) {
@@ -552,6 +592,18 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
                 s.per_row = times(1) - s.base;
                 break;
             case SlotKind::all_reduce: {
+                if (op.name == "layer_handoff") {  // a copy to the next device: its latency, its bytes over the link
+                    PlanSlot::Path path;
+                    path.max_rows = std::numeric_limits<double>::infinity();
+                    path.base.derated.memory_s[0] = st.backend.layer_handoff_latency_s;
+                    path.per_row.derated.memory_s[0] = op.bytes_per_row / tp_link->bandwidth_Bps;
+                    path.per_row.ideal.memory_s[0] = path.per_row.derated.memory_s[0];
+                    s.paths.push_back(path);
+                    s.library_from = 1;
+                    s.base = path.base;
+                    s.per_row = path.per_row;
+                    break;
+                }
                 // one kernel: its launch, then the way's latency and transfer over the links
                 const std::vector<AllReduceWay> ways = all_reduce_ways(st.backend, *tp_link, tp, op.bytes_per_row, st.arch.hidden);
                 s.library_from = static_cast<std::uint32_t>(ways.size());
@@ -634,7 +686,7 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
     // memory
     const Architecture& a = st.arch;
     act_bytes = options.activation.bytes_per_element();
-    kv_token_layer_bytes = st.kv_layout.token_layer_bytes(options.kv, tp);
+    kv_token_layer_bytes = st.kv_layout.token_layer_bytes(options.kv, tp) * layer_share;
     // MLA: q and the per-head K (nope part) and V its prefill expands the latent into
     widest = std::max({a.mla() ? a.q_dim() + a.n_head * (a.qk_nope_dim() + a.v_head_dim) : a.q_dim() + 2 * a.kv_dim(), (a.mlp == MlpKind::gated ? 2.0 : 1.0) * a.ffn,
                        2.0 * a.expert_ffn * std::max(1, a.n_expert_used)});
@@ -1238,6 +1290,23 @@ double EstimatePlan::Impl::compute_bound_batch(double prompt, double gen, double
     return hi;
 }
 
+// A layer split over N devices runs each call of the engine's decode (pipeline_tokens, llama.cpp's n_batch) as a
+// pipeline of its U micro-batches: device i takes micro-batch j + 1 while device i + 1 runs j, so with balanced
+// stages of T / N a call takes (U + N − 1) · T / N instead of U · T. Over the prompt's calls, weighted by their
+// tokens; 1 without a pipeline (one device, no n_batch, or the whole prompt in one micro-batch).
+double EstimatePlan::Impl::pipeline_overlap(double prompt) const {
+    if (stages <= 1 || pipeline_tokens <= 0 || ubatch <= 0 || prompt <= ubatch) return 1;
+    const double call = std::max(pipeline_tokens, ubatch);  // llama.cpp takes n_ubatch <= n_batch
+    double f = 0;
+    for (double done = 0; done < prompt;) {
+        const double g = std::min(call, prompt - done);
+        const double u = std::ceil(g / ubatch);
+        f += g / prompt * (u + stages - 1) / (u * stages);
+        done += g;
+    }
+    return f;
+}
+
 EstimateRow EstimatePlan::Impl::assemble(double batch, double prompt, double gen, double context, const PhaseSums& pre,
                                          const PhaseSums& dec, double max_ctx, double cb_batch, double max_b) const {
     const PlanStructure& st = *structure;
@@ -1250,11 +1319,12 @@ EstimateRow EstimatePlan::Impl::assemble(double batch, double prompt, double gen
     r.gen_tokens = gen;
     r.context_tokens = context;
     if (prompt > 0) {
-        r.prefill_s = pre.seconds;
-        r.prefill_tokens_per_s = batch * prompt / pre.seconds;
+        const double overlap = pipeline_overlap(prompt);  // 1 but under a layer split's pipeline
+        r.prefill_s = pre.seconds * overlap;
+        r.prefill_tokens_per_s = batch * prompt / r.prefill_s;
         r.prefill_tokens_per_s_lo = r.prefill_tokens_per_s * prefill_lo;
         r.prefill_tokens_per_s_hi = r.prefill_tokens_per_s * prefill_hi;
-        r.ceiling_prefill = batch * prompt / pre.ideal_seconds;
+        r.ceiling_prefill = batch * prompt / (pre.ideal_seconds * overlap);
         r.prefill_bound = phase_bound(pre.derated);
     }
     if (gen > 0) {
@@ -1364,6 +1434,7 @@ Estimate EstimatePlan::estimate(double batch, double prompt, double gen, bool br
     e.kv_dtype = c.kv_dtype;
     e.flash_attention = c.flash_attention;
     e.tensor_parallel = c.tensor_parallel;
+    e.split_mode = c.split_mode;
     e.ubatch_tokens = impl_->ubatch;
     return e;
 }

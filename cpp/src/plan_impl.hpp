@@ -225,6 +225,11 @@ struct EstimatePlan::Impl {
     PhaseOptions options;
     double dram_bandwidth_Bps = 0, capacity_bytes = 0;
     double device_weight_bytes = 0;  // what one rank holds: split weights ÷ ranks + replicated ones
+    // a layer split (PhaseOptions::pipeline_stages): its devices, the busiest one's share of the layers (its share
+    // of their weights and KV cache), the tokens of one call whose micro-batches the devices overlap (0: none)
+    double stages = 1, layer_share = 1, pipeline_tokens = 0;
+    /// The prefill's seconds under a layer split's pipeline ÷ its seconds with the devices one after another.
+    double pipeline_overlap(double prompt) const;
     // weight bytes one decode step reads on one rank: the dense linear layers', and per MoE slot (experts, top_k,
     // one expert's bytes × count) for the experts a batch activates
     double step_dense_weight_bytes = 0;

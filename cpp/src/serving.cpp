@@ -244,6 +244,7 @@ ServingPlan::ServingPlan(const Model& model, const Device& device, const Serving
     const std::string kv = c.kv_dtype.empty() ? backend.serving.kv_dtype_for(c.quant, backend.activation_format) : c.kv_dtype;
     const int plan_tp = par.attention_data ? 1 : par.tensor;  // attention data parallel: each rank runs attention whole
     PlanConfig pc(c.quant, kv, false, eng->id, plan_tp, 0, eng);
+    pc.split_mode = "tensor";  // the deployment's tensor parallelism; its pipeline stages are timed here
     pc.flash_attention_from_engine = true;  // the attention backend the serving engine runs (flash_attention_default)
     auto s = std::make_shared<Impl>(EstimatePlan(model, device, pc));
     if (c.mtp_tokens > 0) {  // the draft: the model's MTP module, split and quantized as the model

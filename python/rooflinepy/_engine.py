@@ -89,6 +89,13 @@ class EngineBackend:
         "× the device's achievable DRAM fraction: what the engine's streaming kernels reach")
     op_kernels: CoreAttribute[Dict[str, float]] = CoreAttribute("kernels per op where the engine launches other than one")
     prefill_ubatch_tokens: CoreAttribute[float] = CoreAttribute("prompt micro-batch in tokens (0: the whole prompt)")
+    split_modes: CoreAttribute[List[str]] = CoreAttribute("how it spreads a model over devices, its default first")
+    prefill_batch_tokens: CoreAttribute[float] = CoreAttribute(
+        "under a layer split: tokens per call whose micro-batches the devices overlap (0: none)")
+    layer_handoff_latency_s: CoreAttribute[float] = CoreAttribute(
+        "under a layer split: fixed time of handing the hidden state to the next device [s]")
+    layer_split_kernel_fixed_cost_add: CoreAttribute[float] = CoreAttribute(
+        "under a layer split: added to kernel_fixed_cost_scale")
     flash_attention_version: CoreAttribute[int] = CoreAttribute("1: K/V blocks outermost; 2: a Q block resident")
     flash_attention_default: CoreAttribute[bool] = CoreAttribute("whether it runs flash attention unless told otherwise")
     decode_attention_per_query_head: CoreAttribute[bool] = CoreAttribute(

@@ -146,7 +146,7 @@ def estimate_html(e: Estimate) -> str:
             ("device / engine", f"{e.device} / {e.engine}"),
             ("attention", f"KV cache {e.kv_dtype}, flash attention {'on' if e.flash_attention else 'off'}"),
             ("workload", f"batch {e.batch:g}, prompt {e.prompt_tokens:g}, generate {e.gen_tokens:g}"
-                         + (f", tensor parallel {e.tensor_parallel}" if e.tensor_parallel > 1 else ""))]
+                         + (f", {e.tensor_parallel} devices ({e.split_mode} split)" if e.tensor_parallel > 1 else ""))]
     def ival(lo: float, hi: float) -> str:
         return f"{lo:.4g} – {hi:.4g}" if hi > 0 else "-"
 

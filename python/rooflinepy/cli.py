@@ -351,7 +351,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
                     e = rp.estimate(model=m, quant=q, device=device, prompt_tokens=p, gen_tokens=n, batch=b,
                                     kv_dtype=args.kv_dtype, flash_attention=flash_attn(args.flash_attn), engine=args.engine,
                                     tensor_parallel=args.tensor_parallel, context_tokens=depth,
-                                    ubatch_tokens=ubatch)
+                                    ubatch_tokens=ubatch, split_mode=args.split_mode)
                     if kind == "pp":
                         tps, (lo, hi) = e.prefill_tokens_per_s * 1.0, e.prefill_tokens_per_s_interval
                         ceiling, bound = e.ceilings["prefill_tokens_per_s"], e.prefill_bound
@@ -378,8 +378,10 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         text += (f"\n\ndecode ceiling (bandwidth / weight bytes a step reads) for the first row: "
                  f"{data[0]['ceilings']['decode_weights_tokens_per_s']:.1f} tokens/s; engine {data[0]['engine']}, "
                  f"flash attention {'on' if data[0]['flash_attention'] else 'off'}"
-                 f"{' (its default)' if flash_attn(args.flash_attn) is None else ''}; "
-                 f"interval: the engine's cross-validated prediction interval (engine_db prediction_interval)")
+                 f"{' (its default)' if flash_attn(args.flash_attn) is None else ''}"
+                 + (f", {data[0]['tensor_parallel']} devices, {data[0]['split_mode']} split"
+                    if data[0]['tensor_parallel'] > 1 else "")
+                 + "; interval: the engine's cross-validated prediction interval (engine_db prediction_interval)")
     _emit(args, data, text)
     return 0
 
@@ -559,6 +561,10 @@ def cmd_engines(args: argparse.Namespace) -> int:
                  ("vocab_parallel", str(b.vocab_parallel)),
                  ("bandwidth_fraction", f"{b.bandwidth_fraction:g}"),
                  ("prefill_ubatch_tokens", f"{b.prefill_ubatch_tokens:g}"),
+                 ("split_modes", ", ".join(b.split_modes)),
+                 ("prefill_batch_tokens", f"{b.prefill_batch_tokens:g}"),
+                 ("layer_handoff_latency_us", f"{b.layer_handoff_latency_s * 1e6:g}"),
+                 ("layer_split_kernel_fixed_cost_add", f"{b.layer_split_kernel_fixed_cost_add:g}"),
                  ("flash_attention_version", str(b.flash_attention_version)),
                  ("flash_attention_default", str(b.flash_attention_default))]
         lines.append(_table([[k, v, src.get(k, ("", ""))[0]] for k, v in props], ["property", "value", "source"]))
@@ -601,7 +607,11 @@ def _add_inference_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentPar
     p.add_argument("-ub", "--ubatch-size", default=None,
                    help="prompt micro-batch in tokens (llama-bench -ub; default: the engine's)")
     p.add_argument("--engine", default="llama.cpp", help="the engine (rooflinepy engines lists them)")
-    p.add_argument("--tensor-parallel", "-tp", type=int, default=1)
+    p.add_argument("--tensor-parallel", "-tp", type=int, default=1,
+                   help="devices one copy of the model is spread over (as -sm says)")
+    p.add_argument("-sm", "--split-mode", default=None, choices=["layer", "tensor"],
+                   help="how -tp devices share the model (llama-bench -sm): layer (whole layers, one device after "
+                        "another) or tensor (tensor parallelism); default: the engine's")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_estimate)
     p = sub.add_parser("serve", help="output tokens/s, TTFT and ITL of a model served by vllm / trt-llm / sglang "

@@ -239,11 +239,13 @@ class Estimate(EstimateFields):
     ``memory`` and ``ceilings`` group some of them; ``breakdown`` is a DataFrame of the per-op rows."""
 
     __slots__ = ("_core", "_breakdown_from", "_rows", "__dict__")
-    _FIELDS = _ESTIMATE_FIELDS + ["speculative_tokens_per_cycle"]
+    _FIELDS = _ESTIMATE_FIELDS + ["speculative_tokens_per_cycle", "split_mode"]
     _FIELD_SET = frozenset(_FIELDS)
 
     speculative_tokens_per_cycle: float
     """expected tokens per draft-and-verify cycle (0 without speculative decoding)"""
+    split_mode: str
+    """how the ``tensor_parallel`` devices share the model: ``"none"`` (one device), ``"layer"`` or ``"tensor"``"""
 
     def __init__(self, core: _core.Estimate,
                  breakdown_from: Optional[Tuple[_core.EstimatePlan, float, float, float, float]] = None) -> None:
@@ -364,13 +366,14 @@ def _device(d: DeviceLike) -> Device:
 
 
 def _plan(m: Model, dev: Device, quant: str, kv_dtype: str, flash_attention: Optional[bool], engine: str,
-          tensor_parallel: int, ubatch_tokens: float = 0) -> _core.EstimatePlan:
+          tensor_parallel: int, ubatch_tokens: float = 0, split_mode: str = "") -> _core.EstimatePlan:
     """The core's EstimatePlan for a configuration, built once and kept."""
     cm, cd = m._core, dev._core
-    key = (id(cm), id(cd), quant, kv_dtype, flash_attention, engine, tensor_parallel, ubatch_tokens)
+    key = (id(cm), id(cd), quant, kv_dtype, flash_attention, engine, tensor_parallel, ubatch_tokens, split_mode)
     hit = _PLANS.get(key)  # one dict lookup: atomic, no lock on the hot path
     if hit is None:
-        plan = _core.EstimatePlan(cm, cd, quant, kv_dtype, flash_attention, engine, tensor_parallel, ubatch_tokens)
+        plan = _core.EstimatePlan(cm, cd, quant, kv_dtype, flash_attention, engine, tensor_parallel, ubatch_tokens,
+                                  None, split_mode)
         with _PLANS_LOCK:  # eviction and insertion by one thread at a time: no KeyError from a shared eviction
             while len(_PLANS) >= _PLANS_MAX:
                 _PLANS.pop(next(iter(_PLANS)), None)
@@ -382,7 +385,7 @@ def estimate(model: ModelLike, quant: str, device: DeviceLike, prompt_tokens: in
              batch: int = 1, kv_dtype: str = "f16", flash_attention: Optional[bool] = None, engine: str = "llama.cpp",
              tensor_parallel: int = 1, draft_model: Optional[ModelLike] = None, draft_quant: Optional[str] = None,
              draft_tokens: int = 0, acceptance: float = 0.0, context_tokens: int = 0,
-             ubatch_tokens: Optional[int] = None) -> Estimate:
+             ubatch_tokens: Optional[int] = None, split_mode: Optional[str] = None) -> Estimate:
     """Estimate prefill and decode of ``batch`` sequences of ``prompt_tokens`` then ``gen_tokens`` tokens.
 
     ``device`` is a name or a Device (a calibrated one too). ``context_tokens`` are already in each sequence's KV
@@ -392,18 +395,21 @@ def estimate(model: ModelLike, quant: str, device: DeviceLike, prompt_tokens: in
     context+prompt+gen, summed in closed form. ``draft_model`` with ``draft_tokens`` (γ) and ``acceptance`` (α)
     turns on speculative decoding. ``flash_attention`` None runs what the engine runs when not told
     (``rp.engine(engine).backend(...).flash_attention_default``: llama-bench's ``-fa auto``, on where the backend has
-    the kernels); True / False force it; the estimate's ``flash_attention`` says which ran. ``tensor_parallel`` splits
-    every layer's weights and heads over that many devices joined by the device's interconnect (vLLM's and
-    TensorRT-LLM's tensor parallelism, llama.cpp's ``--split-mode row``); llama.cpp's default ``--split-mode layer``,
-    which runs one sequence through the devices' layer ranges one after another (about one device's speed, the memory
-    split), is not what it models.
+    the kernels); True / False force it; the estimate's ``flash_attention`` says which ran. ``tensor_parallel`` is
+    the number of devices one copy of the model is spread over, joined by the device's interconnect, and
+    ``split_mode`` how (llama-bench's ``-sm``; None: the engine's default, the first of
+    ``rp.engine(engine).backend(...).split_modes``): ``"layer"`` gives each device a range of whole layers and runs a
+    micro-batch through them one after another (llama.cpp's default: about one device's speed, memory and KV cache
+    split, a prompt's micro-batches overlapped as a pipeline), ``"tensor"`` splits every layer's weights and heads and
+    all-reduces the partial sums (vLLM's and TensorRT-LLM's tensor parallelism, llama.cpp's ``-sm tensor``). The
+    estimate's ``split_mode`` says which ran.
     """
     # the common call (names, plain numbers, the default micro-batch) passes every check below: tested by type alone
     if not (type(model) is str and type(device) is str and type(quant) is str and type(kv_dtype) is str
             and type(engine) is str and (flash_attention is None or type(flash_attention) is bool) and type(batch) in _REAL
             and type(prompt_tokens) in _REAL and type(gen_tokens) in _REAL and type(context_tokens) in _REAL
             and type(draft_tokens) in _REAL and type(acceptance) in _REAL and ubatch_tokens is None
-            and type(tensor_parallel) is int and 1 <= tensor_parallel <= 1024):
+            and type(tensor_parallel) is int and 1 <= tensor_parallel <= 1024 and split_mode is None):
         where = "estimate"
         _v.instance(model, (str, Model), "model", where, "a catalogue id or a Model")
         _v.instance(device, (str, Device, _core.Device), "device", where, "a device id or a Device")
@@ -417,17 +423,20 @@ def estimate(model: ModelLike, quant: str, device: DeviceLike, prompt_tokens: in
             _v.number(value, name, where)
         _v.number(ubatch_tokens, "ubatch_tokens", where, allow_none=True)
         tensor_parallel = _v.whole(tensor_parallel, "tensor_parallel", where, 1, 1024)
+        if split_mode is not None:
+            _v.text(split_mode, "split_mode", where)
+    sm = "" if split_mode is None else split_mode
     m = _lookup_model(model)
     dev = _device(device)
     ub = 0.0 if ubatch_tokens is None else ubatch_tokens
     if draft_model is None:  # a plan per configuration, kept: the estimate itself is O(1)
-        plan = _plan(m, dev, quant, kv_dtype, flash_attention, engine, tensor_parallel, ub)
+        plan = _plan(m, dev, quant, kv_dtype, flash_attention, engine, tensor_parallel, ub, sm)
         return Estimate(plan.estimate(batch, prompt_tokens, gen_tokens, False, context_tokens),
                         (plan, batch, prompt_tokens, gen_tokens, context_tokens))
     draft = _lookup_model(draft_model)._core
     return Estimate(_core.estimate(m._core, dev._core, quant, batch, prompt_tokens, gen_tokens, kv_dtype,
                                    flash_attention, engine, tensor_parallel, draft, draft_quant or "", draft_tokens,
-                                   acceptance, context_tokens, ub))
+                                   acceptance, context_tokens, ub, sm))
 
 
 class FitReport:

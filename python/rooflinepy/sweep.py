@@ -550,9 +550,10 @@ def cheapest(model: Any, target_tokens_per_s: float, price_per_hour: Mapping[str
              ) -> pd.DataFrame:
     """Deployments of ``model`` that serve ``target_tokens_per_s`` generated tokens per second, cheapest first.
 
-    A deployment is ``count`` devices of one kind running one copy of the model with tensor parallelism over all
-    of them (``count`` must divide the attention heads and KV heads; more than one device needs an interconnect in
-    the device's data), for each device, count and quantization given. Assumptions:
+    A deployment is ``count`` devices of one kind running one copy of the model split over all of them the engine's
+    way (its default ``split_mode``, as :func:`estimate`: llama.cpp by layers, the serving engines by tensor
+    parallelism, where ``count`` must divide the attention heads and KV heads; more than one device needs an
+    interconnect in the device's data), for each device, count and quantization given. Assumptions:
 
     - throughput is the aggregate decode rate (``decode_tokens_per_s_total``) of a batch of sequences of
       ``prompt_tokens`` + ``gen_tokens``, at the smallest batch that reaches the target; the batch must fit in
@@ -565,8 +566,8 @@ def cheapest(model: Any, target_tokens_per_s: float, price_per_hour: Mapping[str
       deployment's capacity instead: what a token costs if it is kept busy.
     - no batching inefficiency, queueing or scheduler overhead beyond the estimator's.
 
-    ``counts`` defaults to those of 1, 2, 4, 8 that divide the heads; counts given explicitly that do not are
-    listed as infeasible. ``price_per_hour``: {device name: $/h per device}; ``devices`` defaults to its keys.
+    ``counts`` defaults to those of 1, 2, 4, 8 that divide the heads; counts given explicitly that the split cannot
+    take are listed as infeasible. ``price_per_hour``: {device name: $/h per device}; ``devices`` defaults to its keys.
     ``quant`` may list several quantizations. Rows that cannot meet the
     target stay in the table with ``feasible`` False and the reason, after the feasible ones.
     """

@@ -57,6 +57,10 @@ const char* const kTinyEngine = R"({
       "bandwidth_fraction": {"value": 1.0, "source": "made up"},
       "op_kernels": {"value": {}, "source": "made up"},
       "prefill_ubatch_tokens": {"value": 0, "source": "made up"},
+      "split_modes": {"value": ["tensor"], "source": "made up"},
+      "prefill_batch_tokens": {"value": 0, "source": "made up"},
+      "layer_handoff_latency_us": {"value": 0, "source": "made up"},
+      "layer_split_kernel_fixed_cost_add": {"value": 0, "source": "made up"},
       "flash_attention_version": {"value": 2, "source": "made up"},
       "flash_attention_default": {"value": false, "source": "made up"},
       "decode_attention_per_query_head": {"value": false, "source": "made up"},
@@ -109,6 +113,10 @@ const char* const kFullEngine = R"({
       "bandwidth_fraction": {"value": 0.9, "source": "s9"},
       "op_kernels": {"value": {"rope": 2, "kv_append": 1}, "source": "s10"},
       "prefill_ubatch_tokens": {"value": 512, "source": "s11"},
+      "split_modes": {"value": ["layer", "tensor"], "source": "s11a"},
+      "prefill_batch_tokens": {"value": 2048, "source": "s11b"},
+      "layer_handoff_latency_us": {"value": 15, "source": "s11c"},
+      "layer_split_kernel_fixed_cost_add": {"value": 0.47, "source": "s11d"},
       "flash_attention_version": {"value": 1, "source": "s12"},
       "flash_attention_default": {"value": true, "source": "s12a"},
       "decode_attention_per_query_head": {"value": true, "source": "s12b"},
@@ -135,8 +143,9 @@ const std::vector<std::string> kProperties = {"kernel_fixed_cost_scale", "activa
                                               "collective_step_latency_us", "collective_protocols",
                                               "custom_all_reduce_max_bytes", "custom_all_reduce_max_hidden",
                                               "vocab_parallel", "bandwidth_fraction",
-                                              "op_kernels", "prefill_ubatch_tokens", "flash_attention_version",
-                                              "flash_attention_default",
+                                              "op_kernels", "prefill_ubatch_tokens", "split_modes", "prefill_batch_tokens",
+                                              "layer_handoff_latency_us", "layer_split_kernel_fixed_cost_add",
+                                              "flash_attention_version", "flash_attention_default",
                                               "decode_attention_per_query_head", "decode_attention_alu_ops_per_mac", "attention_score_bytes",
                                               "unfused_attention_bytes",
                                               "flash_attention_formats", "flash_attention_issue", "flash_attention_head_dims",
@@ -173,6 +182,10 @@ void check_same_backend(const EngineBackend& a, const EngineBackend& b) {
     CHECK(a.bandwidth_fraction == b.bandwidth_fraction);
     CHECK(a.op_kernels == b.op_kernels);
     CHECK(a.prefill_ubatch_tokens == b.prefill_ubatch_tokens);
+    CHECK(a.split_modes == b.split_modes);
+    CHECK(a.prefill_batch_tokens == b.prefill_batch_tokens);
+    CHECK(a.layer_handoff_latency_s == doctest::Approx(b.layer_handoff_latency_s).epsilon(1e-15));  // us in the file
+    CHECK(a.layer_split_kernel_fixed_cost_add == b.layer_split_kernel_fixed_cost_add);
     CHECK(a.flash_attention_version == b.flash_attention_version);
     CHECK(a.flash_attention_default == b.flash_attention_default);
     CHECK(a.decode_attention_per_query_head == b.decode_attention_per_query_head);

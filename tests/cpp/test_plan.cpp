@@ -240,6 +240,83 @@ TEST_CASE("tensor parallel: faster decode, each rank holding its share of the sp
     CHECK_THROWS_WITH_AS(estimate(target, d, tp), doctest::Contains("must divide the heads"), InvalidArgument);
 }
 
+TEST_CASE("layer split: one device's speed plus the hand-offs, each device holding its layers, a prompt pipelined") {
+    const Model m = catalog("llama-2-7b");
+    const Device& d = roofline::test::hardware_db().get("rtx-3090");
+    Workload one;
+    one.quant = "Q4_0";
+    one.engine = "llama.cpp";
+    one.flash_attention_from_engine = true;
+    Workload two = one;
+    two.tensor_parallel = 2;
+    const Estimate e1 = estimate(m, d, one), e2 = estimate(m, d, two);
+    // llama.cpp's default split is by layers, vLLM's by tensors; one device is no split
+    CHECK(e1.split_mode == "none");
+    CHECK(e2.split_mode == "layer");
+    CHECK(e2.tensor_parallel == 2);
+    Workload v = two;
+    v.engine = "vllm";
+    v.quant = "bf16";
+    CHECK(estimate(m, d, v).split_mode == "tensor");
+    v.split_mode = "layer";
+    CHECK_THROWS_WITH_AS(estimate(m, d, v), doctest::Contains("splits by \"tensor\""), InvalidArgument);
+    Workload bad = two;
+    bad.split_mode = "pipeline";
+    CHECK_THROWS_WITH_AS(estimate(m, d, bad), doctest::Contains("split_mode must be \"layer\", \"tensor\" or \"none\""), InvalidArgument);
+    bad.split_mode = "none";
+    CHECK_THROWS_WITH_AS(estimate(m, d, bad), doctest::Contains("tensor_parallel is 2"), InvalidArgument);
+
+    // the same engine without the split's extra costs: a decode step is one device's plus one hand-off of the hidden
+    // state (f32 rows over the link), exactly
+    const std::shared_ptr<const Engine> base = engine("llama.cpp");
+    auto bare = std::make_shared<Engine>(*base);
+    for (EngineBackend& b : bare->backends) {
+        b.layer_handoff_latency_s = 0;
+        b.layer_split_kernel_fixed_cost_add = 0;
+    }
+    const PlanConfig c1 = PlanConfig::of(one, bare);
+    PlanConfig c2 = PlanConfig::of(two, bare);
+    const EstimatePlan p1(m, d, c1), p2(m, d, c2);
+    const EstimateRow r1 = p1.evaluate(1, 0, 128), r2 = p2.evaluate(1, 0, 128);
+    const double link = d.interconnect_for(2)->bandwidth_Bps;
+    const double act = parse_format(base->on(d).activation_format).bytes_per_element();
+    CHECK(r2.decode_s - r1.decode_s == doctest::Approx(128 * m.arch.hidden * act / link).epsilon(1e-6));
+    CHECK(r2.ceiling_decode_weights == doctest::Approx(r1.ceiling_decode_weights).epsilon(1e-12));  // all weights, in turn
+    // the real engine: graph replay given up (more per kernel) and a latency per hand-off make it slower still
+    CHECK(e2.decode_s > estimate(m, d, one).decode_s + 128 * 15e-6);
+    CHECK(e2.decode_s < 1.25 * e1.decode_s);
+
+    // memory: the busiest device holds its share of the layers and the vocabulary tables, and its layers' KV cache
+    double vocab = 0;
+    const auto formats = estimate_tensor_formats(m, base->quant_for("Q4_0"));
+    for (std::size_t i = 0; i < formats.size(); ++i)
+        if (m.tensors[i].role == "token_embd" || m.tensors[i].role == "output") vocab += formats[i].bytes;
+    CHECK(e2.memory_weights == doctest::Approx((e1.memory_weights - vocab) * 0.5 + vocab).epsilon(1e-12));
+    CHECK(e2.memory_kv_cache == doctest::Approx(e1.memory_kv_cache * 0.5).epsilon(1e-12));
+    Workload three = two;
+    three.tensor_parallel = 3;  // 32 layers: 11 on the busiest device
+    CHECK(estimate(m, d, three).memory_kv_cache == doctest::Approx(e1.memory_kv_cache * 11 / 32).epsilon(1e-12));
+
+    // a prompt of one micro-batch runs through the devices in turn; n_batch = 2048 tokens of 4 micro-batches run as
+    // a pipeline: (4 + 2 - 1) / (4 x 2) of the devices in turn
+    const EstimateRow s512 = p2.evaluate(1, 512, 0), o512 = p1.evaluate(1, 512, 0);
+    CHECK(s512.prefill_s == doctest::Approx(o512.prefill_s + 512 * m.arch.hidden * act / link).epsilon(1e-6));
+    auto serial = [&](double prompt) {  // the devices one after another: the plan's sums without the overlap
+        return p2.impl().prefill(1, p2.impl().prefill_attention(prompt, 0)).seconds;
+    };
+    CHECK(p2.evaluate(1, 2048, 0).prefill_s == doctest::Approx(serial(2048) * 5.0 / 8).epsilon(1e-12));
+    // 2560 tokens: a call of 2048 (4 micro-batches) and one of 512 (1), weighted by their tokens
+    CHECK(p2.evaluate(1, 2560, 0).prefill_s == doctest::Approx(serial(2560) * (0.8 * 5.0 / 8 + 0.2)).epsilon(1e-12));
+    CHECK(p1.evaluate(1, 2048, 0).prefill_s == doctest::Approx(p1.impl().prefill(1, p1.impl().prefill_attention(2048, 0)).seconds).epsilon(1e-12));
+
+    // tensor parallelism in llama.cpp (-sm tensor) stays what it was: split weights, all-reduces
+    Workload t = two;
+    t.split_mode = "tensor";
+    const Estimate et = estimate(m, d, t);
+    CHECK(et.split_mode == "tensor");
+    CHECK(et.decode_tokens_per_s > e2.decode_tokens_per_s);
+}
+
 TEST_CASE("a prompt runs in micro-batches after the cached context: the plan is the sum of its micro-batches op by op") {
     // llama.cpp evaluates a prompt in n_ubatch-token micro-batches (llama-bench -ub), each attending everything
     // cached before it (llama-bench -d tokens of context, then the earlier micro-batches); the weights are read again

@@ -210,7 +210,7 @@ case("estimate tensor_parallel 0", ValueError, "tensor_parallel", "[1, 1024]", "
 case("estimate tensor_parallel 2^64", ValueError, "tensor_parallel", "[1, 1024]")(
     lambda t: rp.estimate("llama-3.2-1b", "Q4_K_M", "h100", tensor_parallel=2**64))
 case("tensor_parallel not dividing the heads", ValueError, "tensor_parallel 3", "must divide the heads (32)")(
-    lambda t: rp.estimate("llama-3.2-1b", "Q4_K_M", "h100", tensor_parallel=3))
+    lambda t: rp.estimate("llama-3.2-1b", "Q4_K_M", "h100", tensor_parallel=3, split_mode="tensor"))
 case("tensor_parallel without an interconnect", ValueError, "tensor_parallel 2", "interconnect", "m4-max-40c")(
     lambda t: rp.estimate("llama-3.2-1b", "Q4_K_M", "m4-max-40c", tensor_parallel=2))
 case("speculative acceptance above 1", ValueError, "acceptance", "[0, 1]", "1.5")(
@@ -758,7 +758,8 @@ CLI_CASES = [
     ("batch 0", ["estimate", "-m", "llama-3.2-1b", "-dev", "a100", "-b", "0"], None, ["batch", ">= 1"]),
     ("batch not a number", ["estimate", "-m", "llama-3.2-1b", "-dev", "a100", "-b", "eight"], None,
      ["-b/--batch", "whole numbers", "'eight'"]),
-    ("tensor parallel not dividing heads", ["estimate", "-m", "llama-3.2-1b", "-dev", "h100", "-tp", "3"], None,
+    ("tensor parallel not dividing heads", ["estimate", "-m", "llama-3.2-1b", "-dev", "h100", "-tp", "3", "-sm", "tensor"],
+     None,
      ["tensor_parallel 3", "divide"]),
     ("negative gemm size", ["op", "gemm", "--m", "-1", "--n", "2", "--k", "2"], None, ["gemm m", "whole number >= 0"]),
     ("gemm product overflow", ["op", "gemm", "--m", str(2**40), "--n", str(2**40), "--k", str(2**40)], None,

@@ -251,6 +251,19 @@ struct EngineBackend {
     /// ("rope": 2 when Q and K are rotated apart; "decode_attention_flash": 2 with a split-KV reduction kernel).
     std::map<std::string, double> op_kernels;
     double prefill_ubatch_tokens = 0;        ///< a prompt runs in micro-batches of this many tokens (0: at once)
+    /// How the engine spreads one copy of the model over several devices, the first its default: "layer" (whole
+    /// layers per device, the devices one after another: llama.cpp's -sm layer) or "tensor" (every matrix split,
+    /// partial sums all-reduced: tensor parallelism).
+    std::vector<std::string> split_modes{"tensor"};
+    /// Under a layer split: tokens per call of the engine's decode (llama.cpp's n_batch), whose micro-batches the
+    /// devices overlap as a pipeline; 0: no overlap.
+    double prefill_batch_tokens = 0;
+    /// Under a layer split: the fixed time of handing a micro-batch's hidden state to the next device (the copy's
+    /// latency and the wait on it), beside its bytes over the link.
+    double layer_handoff_latency_s = 0;
+    /// Under a layer split: added to kernel_fixed_cost_scale (what the engine's kernels cost more per launch there,
+    /// e.g. CUDA graphs given up).
+    double layer_split_kernel_fixed_cost_add = 0;
     int flash_attention_version = 2;         ///< 1: K/V blocks outermost (Q, O re-read per block); 2: Q blocks resident
     /// Whether the engine runs attention as flash attention when its user does not say (llama-bench's -fa auto,
     /// a serving engine's attention backend): what an estimate asks for unless it names flash_attention itself.

@@ -98,6 +98,8 @@ struct Estimate : EstimateRow {
     ROOFLINE_ESTIMATE_CONFIG_FIELDS(ROOFLINE_X)
 #undef ROOFLINE_X
     double speculative_tokens_per_cycle = 0;  ///< (1 − α^(γ+1)) / (1 − α) when speculative decoding is on
+    /// How the tensor_parallel devices share the model: "none" (one device), "layer" or "tensor"
+    std::string split_mode = "none";
     std::vector<BreakdownRow> breakdown;
 };
 
@@ -122,7 +124,10 @@ struct Workload {
     bool flash_attention = false;
     bool flash_attention_from_engine = false;  ///< ignore flash_attention: the engine's default (PlanConfig)
     std::string engine = "llama.cpp";
-    int tensor_parallel = 1;
+    int tensor_parallel = 1;    ///< devices one copy of the model is spread over, as split_mode says
+    /// "layer" (whole layers per device, run one after another: llama.cpp's -sm layer), "tensor" (tensor
+    /// parallelism) or "": the engine's default (engine_db split_modes)
+    std::string split_mode;
     double context_tokens = 0;  ///< tokens already in each sequence's cache (llama-bench -d)
     double ubatch_tokens = 0;   ///< prompt micro-batch (llama.cpp -ub); 0: the engine's
     // Speculative decoding: a draft model proposes `draft_tokens` (γ) tokens, accepted each with probability

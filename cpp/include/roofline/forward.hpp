@@ -56,6 +56,9 @@ struct PhaseOptions {
     bool matvec_fused_glu = false;               ///< EngineBackend::matvec_fused_glu
     bool vocab_parallel = true;                  ///< tensor parallel splits the output head by vocabulary (else replicated)
     int tensor_parallel = 1;                     ///< weights and heads split over this many devices
+    /// whole layers split over this many devices run one after another (a layer split): a "layer_handoff" slot
+    /// (SlotKind::all_reduce, the hidden state sent to the next device) per boundary
+    int pipeline_stages = 1;
     double compute_units = 1;                    ///< SMs / CUs / GPU cores the tiles are spread over
     std::string device_family;                   ///< the device's hardware_db family (LinearPath::occupancy_on)
     std::string engine_id = "engine";            ///< for error messages
@@ -171,7 +174,7 @@ struct OpSlot {
     // attention: heads and KV heads per rank, head_dim, sliding window (0: full attention); MLA (latent > 0): the
     // latent's kv_lora_rank, the shared RoPE key's size and the value head size (head_dim: nope + rope)
     double heads = 0, kv_heads = 0, head_dim = 0, window = 0, latent = 0, rope_dim = 0, v_dim = 0;
-    double bytes_per_row = 0;  ///< all_reduce: bytes each rank contributes per row
+    double bytes_per_row = 0;  ///< all_reduce: bytes each rank contributes per row (layer_handoff: sends)
 };
 
 /// The distinct operators of a forward pass in the order forward_ops lists them: O(tensors), built once per

@@ -23,8 +23,12 @@ struct PlanConfig {
     std::string kv_dtype = "f16";
     bool flash_attention = false;
     std::string engine = "llama.cpp";
-    int tensor_parallel = 1;
+    int tensor_parallel = 1;   ///< devices one copy of the model is spread over, as split_mode says
     double ubatch_tokens = 0;  ///< prompt micro-batch (llama.cpp's -ub); 0: the engine's (EngineBackend::prefill_ubatch_tokens)
+    /// How the tensor_parallel devices share the model: "layer" (whole layers per device, one after another;
+    /// llama.cpp's -sm layer) or "tensor" (tensor parallelism); "": the engine backend's default
+    /// (EngineBackend::split_modes). A plan's config() holds the resolved mode, "none" on one device.
+    std::string split_mode;
     /// The engine itself, when it is not (or not as it is) in engine_db: a fit's trial parameters. Overrides `engine`.
     std::shared_ptr<const Engine> engine_object;
     /// flash_attention is the engine backend's default (EngineBackend::flash_attention_default), not the caller's:
@@ -42,6 +46,7 @@ struct PlanConfig {
         PlanConfig c(w.quant, w.kv_dtype, w.flash_attention, w.engine, w.tensor_parallel, w.ubatch_tokens,
                      std::move(engine_object_));
         c.flash_attention_from_engine = w.flash_attention_from_engine;
+        c.split_mode = w.split_mode;
         return c;
     }
 };

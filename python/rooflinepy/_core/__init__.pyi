@@ -581,6 +581,16 @@ class EngineBackend:
     def kernel_fixed_cost_scale(self) -> float:
         ...
     @property
+    def layer_handoff_latency_s(self) -> float:
+        """
+        under a layer split: fixed time of handing the hidden state to the next device [s]
+        """
+    @property
+    def layer_split_kernel_fixed_cost_add(self) -> float:
+        """
+        under a layer split: added to kernel_fixed_cost_scale
+        """
+    @property
     def linear_kernels(self) -> list[LinearKernel]:
         ...
     @property
@@ -598,6 +608,11 @@ class EngineBackend:
         kernels per op where the engine launches other than one
         """
     @property
+    def prefill_batch_tokens(self) -> float:
+        """
+        under a layer split: tokens per call whose micro-batches the devices overlap (0: none)
+        """
+    @property
     def prefill_ubatch_tokens(self) -> float:
         """
         prompt micro-batch (0: whole prompt)
@@ -609,6 +624,11 @@ class EngineBackend:
     def sources(self) -> dict[str, tuple[str, str]]:
         """
         property -> (source, uncertain)
+        """
+    @property
+    def split_modes(self) -> list[str]:
+        """
+        how it spreads a model over devices, its default first: layer, tensor
         """
     @property
     def vocab_parallel(self) -> bool:
@@ -870,6 +890,11 @@ class Estimate:
         expected tokens per draft-and-verify cycle (0 without speculative decoding)
         """
     @property
+    def split_mode(self) -> str:
+        """
+        how the tensor_parallel devices share the model: none (one device), layer or tensor
+        """
+    @property
     def tensor_parallel(self) -> int:
         """
         devices the model is split over []
@@ -903,7 +928,7 @@ class EstimatePlan:
     """
     A model × device × configuration ready to be estimated at any batch, prompt and generated tokens in O(1)
     """
-    def __init__(self, model: Model, device: Device, quant: str, kv_dtype: str = 'f16', flash_attention: bool | None = None, engine: str = 'llama.cpp', tensor_parallel: typing.SupportsFloat | typing.SupportsIndex = 1, ubatch_tokens: typing.SupportsFloat | typing.SupportsIndex = 0.0, engine_object: Engine = None) -> None:
+    def __init__(self, model: Model, device: Device, quant: str, kv_dtype: str = 'f16', flash_attention: bool | None = None, engine: str = 'llama.cpp', tensor_parallel: typing.SupportsFloat | typing.SupportsIndex = 1, ubatch_tokens: typing.SupportsFloat | typing.SupportsIndex = 0.0, engine_object: Engine = None, split_mode: str = '') -> None:
         ...
     def __repr__(self) -> str:
         ...
@@ -939,6 +964,11 @@ class EstimatePlan:
     @property
     def quant(self) -> str:
         ...
+    @property
+    def split_mode(self) -> str:
+        """
+        how the tensor_parallel devices share the model: none (one device), layer or tensor
+        """
     @property
     def tensor_parallel(self) -> int:
         ...
@@ -1385,7 +1415,7 @@ def engine_parameter(engine: Engine, backend: str, key: str) -> float:
     """
     The value of a fit parameter of an engine backend
     """
-def estimate(model: Model, device: Device, quant: str, batch: typing.SupportsFloat | typing.SupportsIndex = 1.0, prompt_tokens: typing.SupportsFloat | typing.SupportsIndex = 512.0, gen_tokens: typing.SupportsFloat | typing.SupportsIndex = 128.0, kv_dtype: str = 'f16', flash_attention: bool | None = None, engine: str = 'llama.cpp', tensor_parallel: typing.SupportsFloat | typing.SupportsIndex = 1, draft: Model = None, draft_quant: str = '', draft_tokens: typing.SupportsFloat | typing.SupportsIndex = 0.0, acceptance: typing.SupportsFloat | typing.SupportsIndex = 0.0, context_tokens: typing.SupportsFloat | typing.SupportsIndex = 0.0, ubatch_tokens: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> Estimate:
+def estimate(model: Model, device: Device, quant: str, batch: typing.SupportsFloat | typing.SupportsIndex = 1.0, prompt_tokens: typing.SupportsFloat | typing.SupportsIndex = 512.0, gen_tokens: typing.SupportsFloat | typing.SupportsIndex = 128.0, kv_dtype: str = 'f16', flash_attention: bool | None = None, engine: str = 'llama.cpp', tensor_parallel: typing.SupportsFloat | typing.SupportsIndex = 1, draft: Model = None, draft_quant: str = '', draft_tokens: typing.SupportsFloat | typing.SupportsIndex = 0.0, acceptance: typing.SupportsFloat | typing.SupportsIndex = 0.0, context_tokens: typing.SupportsFloat | typing.SupportsIndex = 0.0, ubatch_tokens: typing.SupportsFloat | typing.SupportsIndex = 0.0, split_mode: str = '') -> Estimate:
     ...
 def estimate_fields() -> list:
     """

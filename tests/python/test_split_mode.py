@@ -1,0 +1,78 @@
+"""Several devices for one copy of a model: llama.cpp's layer split (its default) against tensor parallelism."""
+import json
+
+import pytest
+
+import rooflinepy as rp
+from rooflinepy.cli import main
+
+
+def test_engines_list_their_split_modes_default_first():
+    cuda = rp.engine("llama.cpp").backend("cuda")
+    assert cuda.split_modes == ["layer", "tensor"]
+    assert cuda.prefill_batch_tokens == 2048
+    assert cuda.layer_handoff_latency_s == pytest.approx(15e-6)
+    assert cuda.layer_split_kernel_fixed_cost_add == pytest.approx(0.47)
+    assert rp.engine("llama.cpp").backend("vulkan").layer_split_kernel_fixed_cost_add == 0
+    assert rp.engine("vllm").backend("cuda").split_modes == ["tensor"]
+    assert "split_modes" in rp.engine("llama.cpp").backend("cuda").sources
+
+
+def test_llama_cpp_splits_by_layers_at_about_one_devices_speed():
+    one = rp.estimate("llama-3.1-8b", "Q4_K_M", "rtx-3090", gen_tokens=128)
+    two = rp.estimate("llama-3.1-8b", "Q4_K_M", "rtx-3090", gen_tokens=128, tensor_parallel=2)
+    tensor = rp.estimate("llama-3.1-8b", "Q4_K_M", "rtx-3090", gen_tokens=128, tensor_parallel=2, split_mode="tensor")
+    assert (one.split_mode, two.split_mode, tensor.split_mode) == ("none", "layer", "tensor")
+    # in turn, not side by side: no faster than one device (hand-offs and launches without graph replay cost more) ...
+    assert 0.8 * one.decode_tokens_per_s < two.decode_tokens_per_s < one.decode_tokens_per_s
+    assert tensor.decode_tokens_per_s > 1.3 * two.decode_tokens_per_s
+    # ... and the weights read per token are all of them, one device after the other
+    assert two.ceiling_decode_weights == pytest.approx(one.ceiling_decode_weights, rel=1e-12)
+    # each device holds half the layers and their KV cache
+    assert two.memory_kv_cache == pytest.approx(one.memory_kv_cache / 2, rel=1e-12)
+    assert two.memory_weights < 0.6 * one.memory_weights
+    assert two.to_dict()["split_mode"] == "layer"
+    assert "layer split" in two._repr_html_()
+
+
+def test_a_70b_model_that_one_card_cannot_hold_runs_on_two_by_layers():
+    one = rp.estimate("llama-3.1-70b", "Q4_K_M", "rtx-3090")
+    two = rp.estimate("llama-3.1-70b", "Q4_K_M", "rtx-3090", tensor_parallel=2)
+    assert not one.fits and two.fits
+    # the decode of two cards by layers is what one card with the memory of both would do, less the split's costs
+    assert two.decode_tokens_per_s == pytest.approx(one.decode_tokens_per_s, rel=0.12)
+    assert two.decode_tokens_per_s < one.decode_tokens_per_s
+
+
+def test_a_long_prompt_is_pipelined_over_the_devices_a_short_one_is_not():
+    def pp(n, tp):
+        return rp.estimate("llama-3.1-8b", "Q4_K_M", "rtx-4090", prompt_tokens=n, gen_tokens=0,
+                           tensor_parallel=tp).prefill_tokens_per_s
+    assert pp(512, 2) == pytest.approx(pp(512, 1), rel=0.03)  # one micro-batch: the devices in turn
+    assert pp(2048, 2) > 1.4 * pp(2048, 1)  # four micro-batches overlapped: (4 + 1) / 8 of the time in turn
+    assert pp(2048, 4) > pp(2048, 2)
+
+
+def test_split_mode_errors_name_the_input_and_what_is_allowed():
+    with pytest.raises(ValueError, match=r'does not split a model by "layer"; it splits by "tensor"'):
+        rp.estimate("llama-3.1-8b", "bf16", "h100-sxm", engine="vllm", tensor_parallel=2, split_mode="layer")
+    with pytest.raises(ValueError, match=r'split_mode must be "layer", "tensor" or "none"'):
+        rp.estimate("llama-3.1-8b", "Q4_K_M", "rtx-3090", tensor_parallel=2, split_mode="row")
+    with pytest.raises(ValueError, match="tensor_parallel is 2"):
+        rp.estimate("llama-3.1-8b", "Q4_K_M", "rtx-3090", tensor_parallel=2, split_mode="none")
+    with pytest.raises(TypeError, match="split_mode must be a str"):
+        rp.estimate("llama-3.1-8b", "Q4_K_M", "rtx-3090", tensor_parallel=2, split_mode=2)
+    with pytest.raises(ValueError, match="needs an interconnect"):
+        rp.estimate("llama-3.1-8b", "Q4_K_M", "m4-max-40c", tensor_parallel=2)
+
+
+def test_cli_split_mode(capsys):
+    assert main(["estimate", "-m", "llama-3.1-8b", "-q", "Q4_K_M", "-dev", "rtx-3090", "-tp", "2", "-n", "128"]) == 0
+    out, _ = capsys.readouterr()
+    assert "2 devices, layer split" in out
+    assert main(["estimate", "-m", "llama-3.1-8b", "-q", "Q4_K_M", "-dev", "rtx-3090", "-tp", "2", "-sm", "tensor",
+                 "--json"]) == 0
+    out, _ = capsys.readouterr()
+    assert {row["split_mode"] for row in json.loads(out)} == {"tensor"}
+    with pytest.raises(SystemExit):
+        main(["estimate", "-m", "llama-3.1-8b", "-dev", "rtx-3090", "-tp", "2", "-sm", "row"])
