@@ -410,6 +410,9 @@ std::shared_ptr<const PlanStructure> make_structure(const Model& model, const Pl
     if (config.flash_attention_from_engine) s.config.flash_attention = s.backend.flash_attention_default;
     s.config.split_mode = resolve_split_mode(config, s.backend, s.engine->id);
     const bool layers = s.config.split_mode == "layer";
+    if (layers && config.tensor_parallel > model.arch.n_layer)
+        throw InvalidArgument("tensor_parallel " + std::to_string(config.tensor_parallel) + " devices split by layers need at least as many layers; model '" +
+                              model.arch.id + "' has " + std::to_string(model.arch.n_layer) + " (split_mode \"tensor\" splits each layer)");
     s.options = phase_options(s.backend, s.engine->id, parse_kv_format(config.kv_dtype), s.config.flash_attention,
                               layers ? 1 : config.tensor_parallel);
     s.options.pipeline_stages = layers ? config.tensor_parallel : 1;

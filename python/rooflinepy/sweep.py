@@ -195,7 +195,9 @@ def sweep(models: Any = None, quants: Any = None, devices: Any = None, batch: An
     Rows are ordered as nested loops over model, quant, device, engine, kv_dtype, flash_attention,
     tensor_parallel, ubatch_tokens, context_tokens, prompt_tokens, gen_tokens and batch (the last fastest).
     ``context_tokens``: tokens already cached before each prompt (llama-bench's ``-d``); ``ubatch_tokens``: the prompt
-    micro-batch (llama.cpp's ``-ub``; None: the engine's). Columns: the configuration
+    micro-batch (llama.cpp's ``-ub``; None: the engine's); ``tensor_parallel``: devices per copy of the model, split
+    the engine's default way (its first ``split_modes``: llama.cpp by layers, the serving engines by tensor
+    parallelism; ``rp.estimate(split_mode=...)`` picks another). Columns: the configuration
     (categorical), then every field of ``rp.estimate`` (``memory_*`` for the memory dict, ``fits``, the ceilings).
     A row equals ``rp.estimate`` of that point exactly. Numeric columns are the core's buffers, not copies.
 

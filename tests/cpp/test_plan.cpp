@@ -265,6 +265,9 @@ TEST_CASE("layer split: one device's speed plus the hand-offs, each device holdi
     CHECK_THROWS_WITH_AS(estimate(m, d, bad), doctest::Contains("split_mode must be \"layer\", \"tensor\" or \"none\""), InvalidArgument);
     bad.split_mode = "none";
     CHECK_THROWS_WITH_AS(estimate(m, d, bad), doctest::Contains("tensor_parallel is 2"), InvalidArgument);
+    bad.split_mode = "";
+    bad.tensor_parallel = 33;  // 32 layers
+    CHECK_THROWS_WITH_AS(estimate(m, d, bad), doctest::Contains("has 32"), InvalidArgument);
 
     // the same engine without the split's extra costs: a decode step is one device's plus one hand-off of the hidden
     // state (f32 rows over the link), exactly
