@@ -43,6 +43,7 @@ py::dict table_dict(SweepTable&& t) {
     d["flash_attention"] = column(std::move(t.flash_attention), "bool");
     d["tensor_parallel"] = column(std::move(t.tensor_parallel));
     d["ubatch_tokens"] = column(std::move(t.ubatch_tokens));
+    d["split_mode"] = column(std::move(t.split_mode));
     if (!t.point.empty() || t.rows == 0) d["point"] = column(std::move(t.point));
     d["skipped"] = t.skipped;
     d["plans"] = t.plans;
@@ -61,6 +62,7 @@ py::dict row_dict(const EstimatePlan& plan, const EstimateRow& r) {
     d["flash_attention"] = plan.config().flash_attention;
     d["tensor_parallel"] = plan.config().tensor_parallel;
     d["ubatch_tokens"] = plan.ubatch_tokens();
+    d["split_mode"] = plan.config().split_mode;
 #define ROOFLINE_X(name, type, unit, meaning) d[#name] = to_py(r.name);
     ROOFLINE_ESTIMATE_FIELDS(ROOFLINE_X)
 #undef ROOFLINE_X
@@ -152,6 +154,7 @@ void register_sweep(py::module_& m) {
     py::module_::import("atexit").attr("register")(py::cpp_function([] { sweep_plans().clear(); }));
     m.def("sweep_columns", &sweep_columns, "Names of a sweep's numeric columns, in order");
     m.def("sweep_code_columns", &sweep_code_columns, "Names of a sweep's code columns (bounds, flags), in order");
+    m.def("split_mode_names", &split_mode_names, "The resolved split modes by a sweep's split_mode codes");
 
     m.def(
         "sweep",
@@ -160,8 +163,9 @@ void register_sweep(py::module_& m) {
            const std::vector<std::string>& kv_dtypes, const std::vector<int>& flash_attention,
            const std::vector<int>& tensor_parallel, const std::vector<double>& batch, const std::vector<double>& prompt_tokens,
            const std::vector<double>& gen_tokens, int threads, bool skip_invalid, const std::vector<double>& context_tokens,
-           const std::vector<double>& ubatch_tokens) {
+           const std::vector<double>& ubatch_tokens, const std::string& split_mode) {
             SweepAxes a = axes_of(models, quants, devices, engines, kv_dtypes, flash_attention, tensor_parallel);
+            a.split_mode = split_mode;
             a.batch = batch;
             a.prompt_tokens = prompt_tokens;
             a.gen_tokens = gen_tokens;
@@ -180,6 +184,7 @@ void register_sweep(py::module_& m) {
         py::arg("flash_attention"), py::arg("tensor_parallel"), py::arg("batch"), py::arg("prompt_tokens"),
         py::arg("gen_tokens"), py::arg("threads") = 0, py::arg("skip_invalid") = false,
         py::arg("context_tokens") = std::vector<double>{0.0}, py::arg("ubatch_tokens") = std::vector<double>{0.0},
+        py::arg("split_mode") = "",
         "Estimates over the product of the axes, as a dict of column arrays (numpy, not copied) and codes");
 
     m.def(
@@ -199,9 +204,11 @@ void register_sweep(py::module_& m) {
            const py::array_t<double, py::array::c_style | py::array::forcecast>& gen_tokens, int threads, bool skip_invalid,
            const std::vector<double>& ubatch_tokens,
            const py::array_t<std::uint32_t, py::array::c_style | py::array::forcecast>& ubatch,
-           const py::array_t<double, py::array::c_style | py::array::forcecast>& context_tokens) {
+           const py::array_t<double, py::array::c_style | py::array::forcecast>& context_tokens,
+           const std::string& split_mode) {
             SweepAxes a = axes_of(models, quants, devices, engines, kv_dtypes, flash_attention, tensor_parallel);
             a.ubatch_tokens = ubatch_tokens;
+            a.split_mode = split_mode;
             SweepPoints p;
             p.model = to_vector(model, "model");
             p.quant = to_vector(quant, "quant");
@@ -230,6 +237,7 @@ void register_sweep(py::module_& m) {
         py::arg("prompt_tokens"), py::arg("gen_tokens"), py::arg("threads") = 0, py::arg("skip_invalid") = false,
         py::arg("ubatch_tokens") = std::vector<double>{0.0},
         py::arg("ubatch") = py::array_t<std::uint32_t>(0), py::arg("context_tokens") = py::array_t<double>(0),
+        py::arg("split_mode") = "",
         "Estimates of explicit points (indices into the configuration lists), as sweep() returns them");
 
     m.def(

@@ -46,8 +46,9 @@ void deallocate_column(void* p, std::size_t bytes) noexcept {
 // Plans kept between sweeps
 
 bool PlanCache::Key::operator<(const Key& o) const {
-    return std::tie(model, device, engine, quant, kv_dtype, flash_attention, tensor_parallel, ubatch_tokens) <
-           std::tie(o.model, o.device, o.engine, o.quant, o.kv_dtype, o.flash_attention, o.tensor_parallel, o.ubatch_tokens);
+    return std::tie(model, device, engine, quant, kv_dtype, flash_attention, tensor_parallel, ubatch_tokens, split_mode) <
+           std::tie(o.model, o.device, o.engine, o.quant, o.kv_dtype, o.flash_attention, o.tensor_parallel, o.ubatch_tokens,
+                    o.split_mode);
 }
 
 struct PlanCache::State {
@@ -268,6 +269,7 @@ std::string describe(const SweepAxes& a, const Config& c) {
        << (a.flash_attention[c[5]] < 0 ? "the engine's default" : a.flash_attention[c[5]] ? "on" : "off")
        << ", tensor_parallel " << a.tensor_parallel[c[6]];
     if (a.ubatch_tokens.size() > 1 || a.ubatch_tokens[c[7]] != 0) os << ", ubatch_tokens " << a.ubatch_tokens[c[7]];
+    if (!a.split_mode.empty()) os << ", split_mode " << a.split_mode;
     return os.str();
 }
 
@@ -308,7 +310,7 @@ Plans build_plans(const SweepAxes& a, const std::vector<Config>& configs, int th
     // plans kept from earlier sweeps: those configurations need no structure
     auto cache_key = [&](const Config& c, const Engine* e) {
         return PlanCache::Key{a.models[c[0]], a.devices[c[2]], e, a.quants[c[1]], a.kv_dtypes[c[4]],
-                              a.flash_attention[c[5]], a.tensor_parallel[c[6]], a.ubatch_tokens[c[7]]};
+                              a.flash_attention[c[5]], a.tensor_parallel[c[6]], a.ubatch_tokens[c[7]], a.split_mode};
     };
     Plans out;
     out.plans.resize(configs.size());
@@ -361,6 +363,7 @@ Plans build_plans(const SweepAxes& a, const std::vector<Config>& configs, int th
             PlanConfig pc{a.quants[k[1]], a.kv_dtypes[k[4]], a.flash_attention[k[5]] > 0, a.engines[k[3]],
                           a.tensor_parallel[k[6]], a.ubatch_tokens[k[7]], engines[k[3]]};
             pc.flash_attention_from_engine = a.flash_attention[k[5]] < 0;
+            pc.split_mode = a.split_mode;
             // the order EstimatePlan validates in: KV format, then the quantization
             parse_kv_format(pc.kv_dtype);
             if (!format_ok[f]) rethrow(format_failures[f]);
@@ -399,6 +402,11 @@ Plans build_plans(const SweepAxes& a, const std::vector<Config>& configs, int th
     return out;
 }
 
+std::uint8_t split_code(const std::string& mode) {
+    const auto& names = split_mode_names();
+    return static_cast<std::uint8_t>(std::find(names.begin(), names.end(), mode) - names.begin());
+}
+
 // Columns of a table being filled.
 struct Writer {
     SweepTable& t;
@@ -407,6 +415,7 @@ struct Writer {
         for (auto* v : {&t.model, &t.quant, &t.device, &t.engine, &t.kv_dtype, &t.tensor_parallel}) v->resize(rows);
         t.flash_attention.resize(rows);
         t.ubatch_tokens.resize(rows);
+        t.split_mode.resize(rows);
         if (points) t.point.resize(rows);
         t.columns.resize(sweep_columns().size());
         for (auto& c : t.columns) c.resize(rows);
@@ -422,6 +431,7 @@ struct Writer {
         t.flash_attention[r] = plan.config().flash_attention ? 1 : 0;  // the engine's default resolved
         t.tensor_parallel[r] = a.tensor_parallel[c[6]];
         t.ubatch_tokens[r] = plan.ubatch_tokens();
+        t.split_mode[r] = split_code(plan.config().split_mode);
         write_values(r, e);
     }
     void write_values(std::size_t r, const EstimateRow& e) {
@@ -480,6 +490,11 @@ std::vector<std::string> row_field_names(bool columns) {
     return names;
 }
 }  // namespace
+
+const std::vector<std::string>& split_mode_names() {
+    static const std::vector<std::string> names{"none", "layer", "tensor"};
+    return names;
+}
 
 const std::vector<std::string>& sweep_columns() {
     static const std::vector<std::string> names = row_field_names(true);

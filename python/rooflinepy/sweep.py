@@ -43,7 +43,8 @@ MAX_AXIS_VALUES = 1_000_000
 """The most values one axis of the command line's ranges (``-b 1-256x2``) may expand to."""
 
 # Column order of a sweep's DataFrame: the configuration, then the estimate's fields in rp.Estimate's order.
-_CONFIG = ["model", "quant", "device", "engine", "kv_dtype", "flash_attention", "tensor_parallel", "ubatch_tokens"]
+_CONFIG = ["model", "quant", "device", "engine", "kv_dtype", "flash_attention", "tensor_parallel", "split_mode",
+           "ubatch_tokens"]
 _ORDER = [name for name, _type, _unit, _meaning, config in _core.estimate_fields() if not config]
 
 
@@ -168,7 +169,7 @@ def _frame(table: Dict[str, Any], axes: _Axes) -> pd.DataFrame:
     """The core's columns as a DataFrame: numeric columns are the core's buffers (no copy), names categorical."""
     import pandas as pd
 
-    cats = axes.categories()
+    cats = dict(axes.categories(), split_mode=list(_core.split_mode_names()))
     bounds = list(_core.phase_bound_names())
     cols: Dict[str, Any] = {}
     for name in _CONFIG:
@@ -189,15 +190,16 @@ def sweep(models: Any = None, quants: Any = None, devices: Any = None, batch: An
           gen_tokens: Any = 128, kv_dtype: Any = "f16", flash_attention: Any = None, engine: Any = "llama.cpp",
           tensor_parallel: Any = 1, *, context_tokens: Any = 0, ubatch_tokens: Any = None, points: Any = None,
           threads: Optional[int] = None, skip_invalid: bool = False, output: Any = None,
-          chunk_rows: int = CHUNK_ROWS) -> Any:
+          chunk_rows: int = CHUNK_ROWS, split_mode: Optional[str] = None) -> Any:
     """Estimate every combination of the arguments (each a value or a list) in the core; one row per point.
 
     Rows are ordered as nested loops over model, quant, device, engine, kv_dtype, flash_attention,
     tensor_parallel, ubatch_tokens, context_tokens, prompt_tokens, gen_tokens and batch (the last fastest).
     ``context_tokens``: tokens already cached before each prompt (llama-bench's ``-d``); ``ubatch_tokens``: the prompt
     micro-batch (llama.cpp's ``-ub``; None: the engine's); ``tensor_parallel``: devices per copy of the model, split
-    the engine's default way (its first ``split_modes``: llama.cpp by layers, the serving engines by tensor
-    parallelism; ``rp.estimate(split_mode=...)`` picks another). Columns: the configuration
+    as ``split_mode`` says for the whole sweep (as in :func:`estimate`; None: each engine's default, its first
+    ``split_modes``: llama.cpp by layers, the serving engines by tensor parallelism), the split that ran in the
+    ``split_mode`` column ("none" on one device). Columns: the configuration
     (categorical), then every field of ``rp.estimate`` (``memory_*`` for the memory dict, ``fits``, the ceilings).
     A row equals ``rp.estimate`` of that point exactly. Numeric columns are the core's buffers, not copies.
 
@@ -216,7 +218,7 @@ def sweep(models: Any = None, quants: Any = None, devices: Any = None, batch: An
     ``/`` or an existing folder) of ``part-00000.parquet`` ... files; it returns a :class:`StreamedSweep`.
     """
     grid = _Grid(models, quants, devices, batch, prompt_tokens, gen_tokens, kv_dtype, flash_attention, engine,
-                 tensor_parallel, context_tokens, ubatch_tokens, points)
+                 tensor_parallel, context_tokens, ubatch_tokens, points, split_mode)
     threads_arg = _threads(threads)
     rows = _chunk_rows(chunk_rows)
     if output is not None:
@@ -233,12 +235,13 @@ def sweep_chunks(models: Any = None, quants: Any = None, devices: Any = None, ba
                  prompt_tokens: Any = 512, gen_tokens: Any = 128, kv_dtype: Any = "f16", flash_attention: Any = None,
                  engine: Any = "llama.cpp", tensor_parallel: Any = 1, *, context_tokens: Any = 0,
                  ubatch_tokens: Any = None, points: Any = None, threads: Optional[int] = None,
-                 skip_invalid: bool = False, chunk_rows: int = CHUNK_ROWS) -> Iterator[pd.DataFrame]:
+                 skip_invalid: bool = False, chunk_rows: int = CHUNK_ROWS,
+                 split_mode: Optional[str] = None) -> Iterator[pd.DataFrame]:
     """The rows of ``rp.sweep`` (same arguments) as DataFrames of at most ``chunk_rows`` rows, in the same order,
     estimated one chunk at a time: any number of points in memory bounded by one chunk. Each chunk's categorical
     columns have the categories of the whole sweep; ``attrs["skipped"]`` lists the chunk's skipped configurations."""
     grid = _Grid(models, quants, devices, batch, prompt_tokens, gen_tokens, kv_dtype, flash_attention, engine,
-                 tensor_parallel, context_tokens, ubatch_tokens, points)
+                 tensor_parallel, context_tokens, ubatch_tokens, points, split_mode)
     return grid.chunks(_chunk_rows(chunk_rows), _threads(threads), bool(skip_invalid))
 
 
@@ -254,9 +257,10 @@ class _Grid:
 
     def __init__(self, models: Any, quants: Any, devices: Any, batch: Any, prompt_tokens: Any, gen_tokens: Any,
                  kv_dtype: Any, flash_attention: Any, engine: Any, tensor_parallel: Any, context_tokens: Any,
-                 ubatch_tokens: Any, points: Any) -> None:
+                 ubatch_tokens: Any, points: Any, split_mode: Optional[str] = None) -> None:
         self.point_frame: Any = None
-        self.defaults = (kv_dtype, flash_attention, engine, tensor_parallel, context_tokens, ubatch_tokens)
+        self.split = "" if split_mode is None else _v.text(split_mode, "split_mode", "sweep")
+        self.defaults = (kv_dtype, flash_attention, engine, tensor_parallel, context_tokens, ubatch_tokens, self.split)
         if points is not None:
             import pandas as pd
 
@@ -283,7 +287,7 @@ class _Grid:
     def _call(self, lists: List[List[Any]], threads: int, skip: bool) -> pd.DataFrame:
         models, quants, devices, engines, kvs, flash, tps, u, c, p, g, b = lists
         axes = _Axes.resolved(models, quants, devices, engines, kvs, flash, tps)
-        table = _core.sweep(*axes.core_args(), b, p, g, threads, skip, c, u)
+        table = _core.sweep(*axes.core_args(), b, p, g, threads, skip, c, u, self.split)
         return _frame(table, axes)
 
     def frame(self, threads: int, skip: bool) -> pd.DataFrame:
@@ -417,7 +421,8 @@ def _each_once(fn: Callable[[Any], T], values: List[Any]) -> List[T]:
 
 
 def _sweep_points(points: Any, kv_dtype: Any, flash_attention: Any, engine: Any, tensor_parallel: Any,
-                  context_tokens: Any, ubatch_tokens: Any, threads: int, skip_invalid: bool) -> pd.DataFrame:
+                  context_tokens: Any, ubatch_tokens: Any, split_mode: str, threads: int,
+                  skip_invalid: bool) -> pd.DataFrame:
     import numpy as np
     import pandas as pd
 
@@ -478,7 +483,7 @@ def _sweep_points(points: Any, kv_dtype: Any, flash_attention: Any, engine: Any,
                                u32(model_codes), u32(quant_codes), u32(device_codes), u32(engine_codes),
                                u32(kv_codes), u32(flash_codes), u32(tp_codes), f64("batch"), f64("prompt_tokens"),
                                f64("gen_tokens"), threads, bool(skip_invalid), ubatches, u32(ubatch_codes),
-                               np.asarray(_numbers(raw["context"], "context_tokens"), dtype=np.float64))
+                               np.asarray(_numbers(raw["context"], "context_tokens"), dtype=np.float64), split_mode)
 
     axes = _Axes.resolved(model_objs, quants, device_objs, engines, kvs, flashes, tps)
     return _frame(table, axes)
@@ -713,7 +718,7 @@ def _cli_sweep(args: argparse.Namespace) -> int:
         tensor_parallel=[int(v) for v in _cli_numbers(args.tensor_parallel, "-tp/--tensor-parallel")],
         context_tokens=_cli_numbers(args.context, "--context"),
         ubatch_tokens=_cli_numbers(args.ubatch, "--ubatch") if args.ubatch else None,
-        threads=args.threads, skip_invalid=args.skip_invalid)
+        threads=args.threads, skip_invalid=args.skip_invalid, split_mode=args.split_mode)
     t0 = time.perf_counter()
     if args.output:  # streamed: any number of points, one chunk in memory
         res = sweep(**kwargs, output=args.output)
@@ -736,7 +741,8 @@ def _cli_sweep(args: argparse.Namespace) -> int:
     for s in df.attrs["skipped"]:
         print(f"rooflinepy: skipped {s}", file=sys.stderr)
     # the configuration columns that vary, so that no two printed rows look alike
-    varying = [c for c in ("engine", "kv_dtype", "flash_attention", "tensor_parallel", "ubatch_tokens", "context_tokens")
+    varying = [c for c in ("engine", "kv_dtype", "flash_attention", "tensor_parallel", "split_mode", "ubatch_tokens",
+                           "context_tokens")
                if c in df.columns and df[c].nunique() > 1]
     cols = (["model", "quant", "device"] + varying + ["batch", "prompt_tokens", "gen_tokens", "ttft_s",
             "decode_tokens_per_s", "decode_tokens_per_s_total", "decode_bound", "memory_total", "fits"])
@@ -768,7 +774,9 @@ def _add_sweep_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument("--kv-dtype", default="f16", help="KV cache formats, comma-separated")
     add_flash_attn(p, both=True)
     p.add_argument("--engine", default="llama.cpp", help="engines, comma-separated (rooflinepy engines lists them)")
-    p.add_argument("-tp", "--tensor-parallel", default="1", help="tensor-parallel degrees")
+    p.add_argument("-tp", "--tensor-parallel", default="1", help="devices per copy of the model (as -sm says)")
+    p.add_argument("-sm", "--split-mode", default=None, choices=["layer", "tensor"],
+                   help="how -tp devices share the model, for the whole sweep: layer or tensor (default: each engine's)")
     p.add_argument("--context", default="0", help="tokens already in the KV cache before each prompt (llama-bench -d)")
     p.add_argument("--ubatch", default=None, help="prompt micro-batch sizes (llama.cpp -ub; default: the engine's)")
     p.add_argument("--threads", type=int, default=None, help="worker threads (default: every core)")

@@ -140,6 +140,36 @@ TEST_CASE("sweep rows equal single estimates, bit for bit, whatever the thread c
     }
 }
 
+TEST_CASE("sweep: the split mode of every configuration, resolved per engine, as estimate() runs it") {
+    const DeviceDB& db = sweep_db();
+    const Model llama = sweep_model("llama-3.1-8b");
+    SweepAxes a;
+    a.models = {&llama};
+    a.quants = {"Q4_K_M"};
+    a.devices = {&db.get("rtx-3090")};
+    a.engines = {"llama.cpp"};
+    a.tensor_parallel = {1, 2};
+    const auto& names = split_mode_names();
+    for (const std::string mode : {"", "layer", "tensor"}) {
+        CAPTURE(mode);
+        a.split_mode = mode;
+        const SweepTable t = sweep(a);
+        REQUIRE(t.rows == 2);
+        CHECK(names[t.split_mode[0]] == "none");
+        CHECK(names[t.split_mode[1]] == (mode.empty() ? "layer" : mode));
+        Workload w;
+        w.quant = "Q4_K_M";
+        w.tensor_parallel = 2;
+        w.split_mode = mode;
+        const Estimate e = estimate(llama, db.get("rtx-3090"), w);
+        CHECK(same_bits(t.columns[column(sweep_columns(), "decode_tokens_per_s")][1], e.decode_tokens_per_s));
+    }
+    a.engines = {"vllm"};
+    a.quants = {"bf16"};
+    a.split_mode = "layer";
+    CHECK_THROWS_WITH_AS(sweep(a), doctest::Contains("split_mode layer"), InvalidArgument);
+}
+
 TEST_CASE("sweep: bad axes and configurations are clear errors, or skipped") {
     const DeviceDB& db = sweep_db();
     const Model llama = sweep_model("llama-3.1-8b");
@@ -283,7 +313,7 @@ TEST_CASE("plan cache: a repeated sweep takes its plans from the cache, only for
     same_table(sweep(a, cached));
     CHECK(cache.plans() == 8);  // llama's 2 quants × 2 KV formats × 2 devices; qwen is not pinned
     CHECK(cache.hits() == 0);
-    const PlanCache::Key key{&llama, a.devices[0], engine("llama.cpp").get(), "Q4_K_M", "f16", false, 1, 0};
+    const PlanCache::Key key{&llama, a.devices[0], engine("llama.cpp").get(), "Q4_K_M", "f16", false, 1, 0, ""};
     const auto kept = cache.find(key);
     REQUIRE(kept);
     CHECK(cache.hits() == 1);

@@ -76,3 +76,38 @@ def test_cli_split_mode(capsys):
     assert {row["split_mode"] for row in json.loads(out)} == {"tensor"}
     with pytest.raises(SystemExit):
         main(["estimate", "-m", "llama-3.1-8b", "-dev", "rtx-3090", "-tp", "2", "-sm", "row"])
+
+
+def test_sweep_splits_as_estimate_does_and_says_which_split_ran():
+    kw = dict(models=["llama-3.1-8b"], quants=["Q4_K_M"], devices=["rtx-3090"], gen_tokens=128)
+    df = rp.sweep(tensor_parallel=[1, 2], **kw)
+    assert list(df.split_mode) == ["none", "layer"]
+    for mode in (None, "layer", "tensor"):
+        row = rp.sweep(tensor_parallel=2, split_mode=mode, **kw).iloc[0]
+        e = rp.estimate("llama-3.1-8b", "Q4_K_M", "rtx-3090", gen_tokens=128, tensor_parallel=2, split_mode=mode)
+        assert row.split_mode == e.split_mode
+        assert row.decode_tokens_per_s == e.decode_tokens_per_s and row.prefill_tokens_per_s == e.prefill_tokens_per_s
+        assert row.memory_total == e.memory_total
+    pts = rp.sweep(points=[dict(model="llama-3.1-8b", quant="Q4_K_M", device="rtx-3090", batch=1, prompt_tokens=512,
+                                gen_tokens=128, tensor_parallel=2)], split_mode="tensor")
+    assert list(pts.split_mode) == ["tensor"]
+    chunks = list(rp.sweep_chunks(tensor_parallel=[1, 2], split_mode="tensor", chunk_rows=1, **kw))
+    assert [c.split_mode.iloc[0] for c in chunks] == ["none", "tensor"]
+
+
+def test_sweep_split_errors_are_clear_or_skipped():
+    kw = dict(models=["llama-3.1-8b"], quants=["bf16"], devices=["h100-sxm"], engine=["llama.cpp", "vllm"],
+              tensor_parallel=2, split_mode="layer")
+    with pytest.raises(ValueError, match=r"engine 'vllm'.*does not split a model by \"layer\""):
+        rp.sweep(**kw)
+    df = rp.sweep(skip_invalid=True, **kw)
+    assert list(df.engine) == ["llama.cpp"] and list(df.split_mode) == ["layer"]
+    assert any("split_mode layer" in s and "vllm" in s for s in df.attrs["skipped"])
+    with pytest.raises(TypeError, match="split_mode must be a str"):
+        rp.sweep(models=["llama-3.1-8b"], quants=["Q4_K_M"], devices=["rtx-3090"], split_mode=1)
+
+
+def test_cli_sweep_split_mode(capsys):
+    assert main(["sweep", "-m", "llama-3.1-8b", "-q", "Q4_K_M", "-d", "rtx-3090", "-tp", "1,2", "-sm", "tensor"]) == 0
+    out, _ = capsys.readouterr()
+    assert "split_mode" in out and "tensor" in out

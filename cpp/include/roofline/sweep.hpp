@@ -64,6 +64,9 @@ struct SweepAxes {
     std::vector<double> ubatch_tokens{0};   ///< prompt micro-batches (0: the engine's)
     std::vector<double> batch{1}, prompt_tokens{512}, gen_tokens{128};
     std::vector<double> context_tokens{0};  ///< tokens already cached before the prompt (llama-bench -d)
+    /// How every configuration of tensor_parallel > 1 spreads the model over its devices (PlanConfig::split_mode):
+    /// "" the engine's default, "layer" or "tensor". Not an axis: one value for the whole sweep.
+    std::string split_mode;
 };
 
 /// An explicit list of points instead of the product: per point an index into each of the axes' configuration lists
@@ -107,6 +110,7 @@ public:
         int flash_attention = 0;  ///< the axis value: 0, 1 or -1 (the engine's default)
         int tensor_parallel = 1;
         double ubatch_tokens = 0;
+        std::string split_mode;  ///< as asked ("" the engine's)
         bool operator<(const Key& o) const;
     };
     /// The plan kept for `key`, or null (also when its model or device is not pinned).
@@ -135,6 +139,7 @@ struct SweepTable {
     SweepColumn<std::int32_t> model, quant, device, engine, kv_dtype, tensor_parallel;
     SweepColumn<std::uint8_t> flash_attention;
     SweepColumn<double> ubatch_tokens;               ///< the micro-batch in use (the engine's where the axis says 0)
+    SweepColumn<std::uint8_t> split_mode;            ///< the split in use, a code of split_mode_names()
     SweepColumn<std::int64_t> point;                 ///< point sweeps: the point's position in the input
     std::vector<SweepColumn<double>> columns;        ///< named by sweep_columns()
     std::vector<SweepColumn<std::uint8_t>> codes;    ///< named by sweep_code_columns(): PhaseBound codes, 0/1 flags
@@ -142,6 +147,8 @@ struct SweepTable {
     std::size_t plans = 0;                           ///< plans built (configurations estimated)
 };
 
+/// "none", "layer", "tensor": the resolved split modes (PlanConfig::split_mode) by SweepTable::split_mode's codes.
+const std::vector<std::string>& split_mode_names();
 /// Names of SweepTable::columns in order: the fields of ROOFLINE_ESTIMATE_FIELDS of type double.
 const std::vector<std::string>& sweep_columns();
 /// Names of SweepTable::codes in order: the other fields of ROOFLINE_ESTIMATE_FIELDS (bounds, flags).
