@@ -24,8 +24,9 @@ void register_estimate(py::module_& m) {
 #undef ROOFLINE_X
     cls.def_readonly("speculative_tokens_per_cycle", &Estimate::speculative_tokens_per_cycle,
                      "expected tokens per draft-and-verify cycle (0 without speculative decoding)");
-    cls.def_readonly("split_mode", &Estimate::split_mode,
-                     "how the tensor_parallel devices share the model: none (one device), layer or tensor");
+    cls.def_property_readonly(
+        "split_mode", [](const Estimate& e) { return std::string(e.split_mode); },
+        "how the tensor_parallel devices share the model: none (one device), layer or tensor");
     cls.def(
         "values",
         [](const Estimate& e) {

@@ -72,6 +72,11 @@ std::vector<AllReduceWay> all_reduce_ways(const EngineBackend& e, const Intercon
     return ways;
 }
 
+const std::vector<std::string>& split_mode_names() {
+    static const std::vector<std::string> names{"none", "layer", "tensor"};  // Impl::split_code's order
+    return names;
+}
+
 std::size_t all_reduce_way(const std::vector<AllReduceWay>& ways, double rows) {
     const std::size_t library_from = ways.empty() || ways[0].library ? 0 : 1;  // at most one custom way, first
     return pick_all_reduce_way(ways.size(), library_from, ways.empty() ? 0.0 : ways[0].max_rows, rows,
@@ -488,6 +493,7 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
     if (!engine_device) throw InvalidArgument("estimate plan: no device");
     const PlanStructure& st = *st_ptr;
     stages = st.options.pipeline_stages;
+    split_code = stages > 1 ? 1 : st.options.tensor_parallel > 1 ? 2 : 0;  // "none", "layer", "tensor"
     if (stages > 1 && st.backend.layer_split_kernel_fixed_cost_add > 0 && st.backend.kernel_fixed_cost_scale > 0) {
         // a layer split's kernels cost more per launch (EngineBackend::layer_split_kernel_fixed_cost_add): the
         // device's fixed cost × (scale + add) where device_for_engine gave it × scale
@@ -1300,14 +1306,12 @@ double EstimatePlan::Impl::compute_bound_batch(double prompt, double gen, double
 double EstimatePlan::Impl::pipeline_overlap(double prompt) const {
     if (stages <= 1 || pipeline_tokens <= 0 || ubatch <= 0 || prompt <= ubatch) return 1;
     const double call = std::max(pipeline_tokens, ubatch);  // llama.cpp takes n_ubatch <= n_batch
-    double f = 0;
-    for (double done = 0; done < prompt;) {
-        const double g = std::min(call, prompt - done);
-        const double u = std::ceil(g / ubatch);
-        f += g / prompt * (u + stages - 1) / (u * stages);
-        done += g;
-    }
-    return f;
+    auto factor = [&](double tokens) {  // one call of `tokens` tokens
+        const double u = std::ceil(tokens / ubatch);
+        return (u + stages - 1) / (u * stages);
+    };
+    const double full = std::floor(prompt / call), rest = prompt - full * call;  // full calls, then the rest
+    return (full * call * factor(call) + (rest > 0 ? rest * factor(rest) : 0.0)) / prompt;
 }
 
 EstimateRow EstimatePlan::Impl::assemble(double batch, double prompt, double gen, double context, const PhaseSums& pre,
@@ -1437,7 +1441,7 @@ Estimate EstimatePlan::estimate(double batch, double prompt, double gen, bool br
     e.kv_dtype = c.kv_dtype;
     e.flash_attention = c.flash_attention;
     e.tensor_parallel = c.tensor_parallel;
-    e.split_mode = c.split_mode;
+    e.split_mode = split_mode_names()[impl_->split_code].c_str();
     e.ubatch_tokens = impl_->ubatch;
     return e;
 }

@@ -228,6 +228,7 @@ struct EstimatePlan::Impl {
     // a layer split (PhaseOptions::pipeline_stages): its devices, the busiest one's share of the layers (its share
     // of their weights and KV cache), the tokens of one call whose micro-batches the devices overlap (0: none)
     double stages = 1, layer_share = 1, pipeline_tokens = 0;
+    std::uint8_t split_code = 0;  // the config's split_mode as a code of split_mode_names() (sweep.hpp)
     /// The prefill's seconds under a layer split's pipeline ÷ its seconds with the devices one after another.
     double pipeline_overlap(double prompt) const;
     // weight bytes one decode step reads on one rank: the dense linear layers', and per MoE slot (experts, top_k,

@@ -402,11 +402,6 @@ Plans build_plans(const SweepAxes& a, const std::vector<Config>& configs, int th
     return out;
 }
 
-std::uint8_t split_code(const std::string& mode) {
-    const auto& names = split_mode_names();
-    return static_cast<std::uint8_t>(std::find(names.begin(), names.end(), mode) - names.begin());
-}
-
 // Columns of a table being filled.
 struct Writer {
     SweepTable& t;
@@ -431,7 +426,7 @@ struct Writer {
         t.flash_attention[r] = plan.config().flash_attention ? 1 : 0;  // the engine's default resolved
         t.tensor_parallel[r] = a.tensor_parallel[c[6]];
         t.ubatch_tokens[r] = plan.ubatch_tokens();
-        t.split_mode[r] = split_code(plan.config().split_mode);
+        t.split_mode[r] = plan.impl().split_code;
         write_values(r, e);
     }
     void write_values(std::size_t r, const EstimateRow& e) {
@@ -490,11 +485,6 @@ std::vector<std::string> row_field_names(bool columns) {
     return names;
 }
 }  // namespace
-
-const std::vector<std::string>& split_mode_names() {
-    static const std::vector<std::string> names{"none", "layer", "tensor"};
-    return names;
-}
 
 const std::vector<std::string>& sweep_columns() {
     static const std::vector<std::string> names = row_field_names(true);

@@ -251,13 +251,13 @@ TEST_CASE("layer split: one device's speed plus the hand-offs, each device holdi
     two.tensor_parallel = 2;
     const Estimate e1 = estimate(m, d, one), e2 = estimate(m, d, two);
     // llama.cpp's default split is by layers, vLLM's by tensors; one device is no split
-    CHECK(e1.split_mode == "none");
-    CHECK(e2.split_mode == "layer");
+    CHECK(std::string(e1.split_mode) == "none");
+    CHECK(std::string(e2.split_mode) == "layer");
     CHECK(e2.tensor_parallel == 2);
     Workload v = two;
     v.engine = "vllm";
     v.quant = "bf16";
-    CHECK(estimate(m, d, v).split_mode == "tensor");
+    CHECK(std::string(estimate(m, d, v).split_mode) == "tensor");
     v.split_mode = "layer";
     CHECK_THROWS_WITH_AS(estimate(m, d, v), doctest::Contains("splits by \"tensor\""), InvalidArgument);
     Workload bad = two;
@@ -316,7 +316,7 @@ TEST_CASE("layer split: one device's speed plus the hand-offs, each device holdi
     Workload t = two;
     t.split_mode = "tensor";
     const Estimate et = estimate(m, d, t);
-    CHECK(et.split_mode == "tensor");
+    CHECK(std::string(et.split_mode) == "tensor");
     CHECK(et.decode_tokens_per_s > e2.decode_tokens_per_s);
 }
 

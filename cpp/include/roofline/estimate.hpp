@@ -18,6 +18,8 @@ namespace roofline {
 enum class PhaseBound : std::uint8_t { absent, none, compute, dram, l2, sram, overhead };
 /// "", "none", "compute", "memory:dram", "memory:l2", "memory:sram", "overhead", indexed by PhaseBound.
 const std::vector<std::string>& phase_bound_names();
+/// "none", "layer", "tensor": how a plan's devices share the model (PlanConfig::split_mode resolved), by code.
+const std::vector<std::string>& split_mode_names();
 
 // The fields of one estimate at one point: X(name, C++ type, unit, meaning), in the order of a sweep's columns.
 // Units: "s" seconds, "1/s" tokens per second, "B" bytes, "FLOP/B", "bit" (per weight), "" a count or a flag.
@@ -98,8 +100,9 @@ struct Estimate : EstimateRow {
     ROOFLINE_ESTIMATE_CONFIG_FIELDS(ROOFLINE_X)
 #undef ROOFLINE_X
     double speculative_tokens_per_cycle = 0;  ///< (1 − α^(γ+1)) / (1 − α) when speculative decoding is on
-    /// How the tensor_parallel devices share the model: "none" (one device), "layer" or "tensor"
-    std::string split_mode = "none";
+    /// How the tensor_parallel devices share the model: "none" (one device), "layer" or "tensor", one of
+    /// split_mode_names() (static storage: a pointer, so that an estimate copies no string for it)
+    const char* split_mode = "none";
     std::vector<BreakdownRow> breakdown;
 };
 

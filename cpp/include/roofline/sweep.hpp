@@ -147,8 +147,6 @@ struct SweepTable {
     std::size_t plans = 0;                           ///< plans built (configurations estimated)
 };
 
-/// "none", "layer", "tensor": the resolved split modes (PlanConfig::split_mode) by SweepTable::split_mode's codes.
-const std::vector<std::string>& split_mode_names();
 /// Names of SweepTable::columns in order: the fields of ROOFLINE_ESTIMATE_FIELDS of type double.
 const std::vector<std::string>& sweep_columns();
 /// Names of SweepTable::codes in order: the other fields of ROOFLINE_ESTIMATE_FIELDS (bounds, flags).
