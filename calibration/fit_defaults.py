@@ -112,10 +112,12 @@ def interval_of(fit: Dict[str, Any], engines: Dict[str, Engine], coverage: float
     out["device_families"] = sorted({rp.device(d).family for d in cv["device"]})
     out["weight_formats"] = sorted(set(cv["quant"]))
     out["widen"] = widen
+    out["max_devices"] = int(max(cv["tensor_parallel"])) if "tensor_parallel" in cv else 1
     kind = "leave-one-device-out" if lodo else "in-sample (one device: no device left out)"
     out["_source"] = (f"calibration/fit_defaults.py: the central {coverage:.0%} of measured / predicted tokens/s of "
                       f"the {len(cv)} points of fit '{fit['name']}' ({', '.join(fit['tables'])}), {kind}; widened "
-                      f"{widen:g}-fold in log space per device family or weight format outside the ones listed")
+                      f"{widen:g}-fold in log space per device family or weight format outside the ones listed, and "
+                      f"for more devices per copy of the model than its points use (max_devices)")
     return out
 
 
@@ -196,8 +198,8 @@ def write_intervals(fits: List[Dict[str, Any]], engines: Dict[str, Engine], chec
                 if not old or any(abs(a - b) > 5e-3 * b for a, b in zip(old[ph], pi["value"][ph])):
                     diffs.append(f"{path.name} {backend} prediction_interval.{ph}: committed "
                                  f"{old[ph] if old else None}, fit {pi['value'][ph]}")
-            if old and (old["device_families"], old["weight_formats"]) != (pi["value"]["device_families"],
-                                                                          pi["value"]["weight_formats"]):
+            if old and (old["device_families"], old["weight_formats"], old.get("max_devices", 0)) != (
+                    pi["value"]["device_families"], pi["value"]["weight_formats"], pi["value"].get("max_devices", 0)):
                 diffs.append(f"{path.name} {backend} prediction_interval coverage lists differ")
             doc["backends"].setdefault(backend, {})["prediction_interval"] = pi
             changed = True

@@ -686,6 +686,7 @@ void apply_backend(EngineBackend& b, JsonObject o, const nlohmann::json& raw) {
         x.device_families = strings("device_families");
         x.weight_formats = strings("weight_formats");
         x.widen = v.number("widen", 1, 10);
+        if (const auto m = v.opt_integer("max_devices", 0, 1024)) x.max_devices = static_cast<double>(*m);
         v.finish();
         b.interval = x;
         b.sources["prediction_interval"] = provenance_of(p);
@@ -943,6 +944,7 @@ std::string Engine::to_json(int indent) const {
                                                                {"device_families", pi.device_families},
                                                                {"weight_formats", pi.weight_formats},
                                                                {"widen", pi.widen}});
+        if (pi.max_devices > 0) x["prediction_interval"]["value"]["max_devices"] = static_cast<long long>(pi.max_devices);
         if (b.serving.defined) {
             const ServingPolicy& sv = b.serving;
             x["max_num_tokens"] = prop(b, "max_num_tokens", sv.max_num_tokens);

@@ -538,6 +538,7 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
         double w = 1;
         if (!covered(pi.device_families, dev.family)) w *= pi.widen;
         if (!covered(pi.weight_formats, st.config.quant)) w *= pi.widen;
+        if (pi.max_devices > 0 && st.config.tensor_parallel > pi.max_devices) w *= pi.widen;  // more devices than measured
         decode_lo = std::pow(pi.decode_lo, w);
         decode_hi = std::pow(pi.decode_hi, w);
         prefill_lo = std::pow(pi.prefill_lo, w);

@@ -272,7 +272,8 @@ def cross_validate(fit: Dict[str, Any], directory: Optional[Path] = None, start:
         m = p["measured_tokens_per_s"]
         rows.append({"fit": fit["name"], "table": p["table"], "device": p["device"], "generation": p["generation"],
                      "model": p["model"], "quant": p["quant"], "test": p["test"],
-                     "flash_attention": p["flash_attention"], "measured": m, "defaults": d, "in_sample": i,
+                     "flash_attention": p["flash_attention"], "tensor_parallel": p["tensor_parallel"],
+                     "measured": m, "defaults": d, "in_sample": i,
                      "lodo": o, "logo": g, "roofline": r["roofline"],
                      "defaults_error": d / m - 1, "in_sample_error": i / m - 1, "lodo_error": o / m - 1,
                      "logo_error": g / m - 1, "roofline_error": r["roofline"] / m - 1})

@@ -1,5 +1,6 @@
 """Several devices for one copy of a model: llama.cpp's layer split (its default) against tensor parallelism."""
 import json
+import math
 
 import pytest
 
@@ -111,3 +112,16 @@ def test_cli_sweep_split_mode(capsys):
     assert main(["sweep", "-m", "llama-3.1-8b", "-q", "Q4_K_M", "-d", "rtx-3090", "-tp", "1,2", "-sm", "tensor"]) == 0
     out, _ = capsys.readouterr()
     assert "split_mode" in out and "tensor" in out
+
+
+def test_the_interval_widens_beyond_the_devices_the_corpus_measured():
+    """llama.cpp's CUDA corpus is one GPU per copy (prediction_interval max_devices 1): two GPUs by layers or
+    tensors are one thing more it does not cover, widened once more; gpt-fast's table runs up to 8 (max_devices 8)."""
+    def width(e):
+        lo, hi = e.decode_tokens_per_s_interval
+        return math.log(hi / lo)
+    kw = dict(model="llama-2-7b", quant="Q4_0", device="rtx-3090", gen_tokens=128)
+    one, two = rp.estimate(**kw), rp.estimate(tensor_parallel=2, **kw)
+    assert width(two) == pytest.approx(2 * width(one), rel=1e-9)
+    g = dict(model="llama-2-7b", quant="bf16", device="a100-sxm-80gb", engine="gpt-fast", gen_tokens=128)
+    assert width(rp.estimate(tensor_parallel=8, **g)) == pytest.approx(width(rp.estimate(**g)), rel=1e-9)

@@ -176,6 +176,9 @@ struct PredictionInterval {
     std::vector<std::string> device_families;  ///< hardware_db families the corpus measured ('*': any)
     std::vector<std::string> weight_formats;   ///< quantizations it measured ('*': any)
     double widen = 2;
+    /// The most devices per copy of the model (tensor_parallel, either split) the corpus measured: an estimate on
+    /// more is one thing more not covered (widened once more). 0: any number.
+    double max_devices = 0;
 };
 
 /// How a serving engine schedules requests (continuous batching): its defaults, each with its source. Only engines
