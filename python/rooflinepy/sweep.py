@@ -529,24 +529,32 @@ def _answer(d: Mapping[str, Any]) -> BatchAnswer:
 
 def max_batch(model: Any, quant: str, device: Any, tpot_ms: Optional[float] = None, prompt_tokens: int = 512,
               gen_tokens: int = 128, ttft_ms: Optional[float] = None, kv_dtype: str = "f16",
-              flash_attention: Optional[bool] = None, engine: str = "llama.cpp", tensor_parallel: int = 1) -> BatchAnswer:
+              flash_attention: Optional[bool] = None, engine: str = "llama.cpp", tensor_parallel: int = 1,
+              split_mode: Optional[str] = None) -> BatchAnswer:
     """The largest batch that fits in memory and meets the time-per-output-token target ``tpot_ms`` (decode time /
     generated tokens, per sequence) and, if given, the time-to-first-token target ``ttft_ms``. With no target: the
     largest batch that fits. Bisection in the core (memory and time per token grow with the batch), verified at the
     answer and one batch beyond: the answer meets the targets, answer + 1 does not. The model has steps in the batch
     (an engine's switch from mat-vec to tiled kernels, row and dequantization tiles); past such a step a larger batch
     may meet the target again, so the answer is a boundary, not always the global largest. Never raises for an unmet
-    target: ``feasible`` is False and ``reason`` says why."""
+    target: ``feasible`` is False and ``reason`` says why. ``tensor_parallel`` devices split the model as
+    ``split_mode`` says (as in :func:`estimate`; None: the engine's default; a serving engine's deployment is tensor
+    parallel)."""
     tpot_s, ttft_s = _ms(tpot_ms, "tpot_ms"), _ms(ttft_ms, "ttft_ms")
+    split = "" if split_mode is None else _v.text(split_mode, "split_mode", "max_batch")
     flash_attention = _v.optional_flag(flash_attention, "flash_attention", "max_batch")
     m, dev = _model(model), _device(device)
     if _core.is_serving_engine(engine, dev._core):  # continuous batching: the most clients within the targets
         from .serving import _plan as _serving_plan
 
+        if split not in ("", "tensor"):
+            raise ValueError(f"max_batch: engine '{engine}' serves a deployment split by \"tensor\" (its "
+                             f"tensor_parallel), got split_mode {split!r}")
+
         par = _core.Parallelism(int(tensor_parallel), 1, 1, False)
         sp = _serving_plan(m, dev, quant, engine, "" if kv_dtype == "f16" else kv_dtype, par, 0.0, 0.0, 0.0)
         return _answer(_core.max_concurrency_for_latency(sp, float(prompt_tokens), float(gen_tokens), tpot_s, ttft_s))
-    plan = _plan(m, dev, quant, kv_dtype, flash_attention, engine, tensor_parallel)
+    plan = _plan(m, dev, quant, kv_dtype, flash_attention, engine, tensor_parallel, 0, split)
     return _answer(_core.max_batch_for_latency(plan, float(prompt_tokens), float(gen_tokens), tpot_s, ttft_s))
 
 

@@ -125,3 +125,15 @@ def test_the_interval_widens_beyond_the_devices_the_corpus_measured():
     assert width(two) == pytest.approx(2 * width(one), rel=1e-9)
     g = dict(model="llama-2-7b", quant="bf16", device="a100-sxm-80gb", engine="gpt-fast", gen_tokens=128)
     assert width(rp.estimate(tensor_parallel=8, **g)) == pytest.approx(width(rp.estimate(**g)), rel=1e-9)
+
+
+def test_max_batch_splits_as_estimate_does():
+    layer = rp.max_batch("llama-3.1-70b", "Q4_K_M", "rtx-3090", tensor_parallel=2)
+    tensor = rp.max_batch("llama-3.1-70b", "Q4_K_M", "rtx-3090", tensor_parallel=2, split_mode="tensor")
+    assert layer.feasible and tensor.feasible
+    assert (layer.at["split_mode"], tensor.at["split_mode"]) == ("layer", "tensor")
+    e = rp.estimate("llama-3.1-70b", "Q4_K_M", "rtx-3090", batch=layer.batch, tensor_parallel=2)
+    assert e.fits and layer.at["memory_total"] == e.memory_total
+    with pytest.raises(ValueError, match='engine \'vllm\' serves a deployment split by "tensor"'):
+        rp.max_batch("llama-3.1-8b", "bf16", "h100-sxm", tpot_ms=50, engine="vllm", tensor_parallel=2,
+                     split_mode="layer")
