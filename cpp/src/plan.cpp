@@ -479,13 +479,18 @@ std::shared_ptr<const PlanStructure> structure_for_backend(const PlanStructure& 
     return st;
 }
 
-std::shared_ptr<const Device> device_for_engine(const Device& device, const EngineBackend& backend) {
+std::shared_ptr<const Device> device_for_engine(const Device& device, const EngineBackend& backend, bool layer_split) {
     auto d = std::make_shared<Device>(device);
-    d->efficiency.launch_overhead_s *= backend.kernel_fixed_cost_scale;
+    d->efficiency.launch_overhead_s *=
+        backend.kernel_fixed_cost_scale + (layer_split ? backend.layer_split_kernel_fixed_cost_add : 0.0);
     // an engine's kernels may reach more of the bandwidth than the device's STREAM-like microbenchmark did, never
     // more than the datasheet's
     d->efficiency.dram_bandwidth_fraction = std::min(1.0, d->efficiency.dram_bandwidth_fraction * backend.bandwidth_fraction);
     return d;
+}
+
+std::shared_ptr<const Device> device_for_engine(const Device& device, const PlanStructure& structure) {
+    return device_for_engine(device, structure.backend, structure.options.pipeline_stages > 1);
 }
 
 EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::shared_ptr<const PlanStructure> st_ptr) {
@@ -493,15 +498,9 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
     if (!engine_device) throw InvalidArgument("estimate plan: no device");
     const PlanStructure& st = *st_ptr;
     stages = st.options.pipeline_stages;
-    split_code = stages > 1 ? 1 : st.options.tensor_parallel > 1 ? 2 : 0;  // "none", "layer", "tensor"
-    if (stages > 1 && st.backend.layer_split_kernel_fixed_cost_add > 0 && st.backend.kernel_fixed_cost_scale > 0) {
-        // a layer split's kernels cost more per launch (EngineBackend::layer_split_kernel_fixed_cost_add): the
-        // device's fixed cost × (scale + add) where device_for_engine gave it × scale
-        auto d = std::make_shared<Device>(*engine_device);
-        d->efficiency.launch_overhead_s *= (st.backend.kernel_fixed_cost_scale + st.backend.layer_split_kernel_fixed_cost_add) /
-                                           st.backend.kernel_fixed_cost_scale;
-        engine_device = std::move(d);
-    }
+    const auto& split_names = split_mode_names();
+    split_code = static_cast<std::uint8_t>(std::find(split_names.begin(), split_names.end(), st.config.split_mode) -
+                                           split_names.begin());
     const Device& dev = *engine_device;
     options = st.options;
     with_device(options, dev);
@@ -869,8 +868,8 @@ EstimatePlan::EstimatePlan(const Model& model, const Device& device, const PlanC
     std::vector<TensorFormat> own;  // an unknown quantization is named before the interconnect
     if (!formats) own = estimate_tensor_formats(model, eng->quant_for(config.quant));
     interconnect_for(device, config.tensor_parallel);
-    impl_ = std::make_shared<const Impl>(device_for_engine(device, backend),
-                                         make_structure(model, config, backend.backend, formats ? formats : &own));
+    std::shared_ptr<const PlanStructure> st = make_structure(model, config, backend.backend, formats ? formats : &own);
+    impl_ = std::make_shared<const Impl>(device_for_engine(device, *st), std::move(st));
 }
 
 // -------------------------------------------------------------------------------------------------------------

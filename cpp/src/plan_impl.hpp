@@ -152,9 +152,12 @@ std::shared_ptr<const PlanStructure> make_structure(const Model& model, const Pl
 /// The structure of the same configuration on another backend of its engine, built from `sibling` by giving its slots
 /// that backend's kernels; nullptr when the backend's options make other slots (same_slots_under): build it anew.
 std::shared_ptr<const PlanStructure> structure_for_backend(const PlanStructure& sibling, const std::string& backend);
-/// The device as an engine's kernels see it: the fixed cost per kernel × kernel_fixed_cost_scale, the achievable
-/// DRAM fraction × bandwidth_fraction (at most 1: the datasheet's bandwidth).
-std::shared_ptr<const Device> device_for_engine(const Device& device, const EngineBackend& backend);
+/// The device as an engine's kernels see it: the fixed cost per kernel × kernel_fixed_cost_scale (+
+/// layer_split_kernel_fixed_cost_add under a layer split), the achievable DRAM fraction × bandwidth_fraction (at most
+/// 1: the datasheet's bandwidth).
+std::shared_ptr<const Device> device_for_engine(const Device& device, const EngineBackend& backend, bool layer_split = false);
+/// device_for_engine for a structure's engine backend and split.
+std::shared_ptr<const Device> device_for_engine(const Device& device, const PlanStructure& structure);
 
 /// An op slot with its times. rows and all_reduce slots: base + rows × per_row. linear slots, per path (kernel):
 /// base + rows × per_row + extra dequantization passes × pass, matrix compute ÷ the path's utilization. moe: base +
@@ -228,7 +231,7 @@ struct EstimatePlan::Impl {
     // a layer split (PhaseOptions::pipeline_stages): its devices, the busiest one's share of the layers (its share
     // of their weights and KV cache), the tokens of one call whose micro-batches the devices overlap (0: none)
     double stages = 1, layer_share = 1, pipeline_tokens = 0;
-    std::uint8_t split_code = 0;  // the config's split_mode as a code of split_mode_names() (sweep.hpp)
+    std::uint8_t split_code = 0;  // the config's split_mode as a code of split_mode_names() (estimate.hpp)
     /// The prefill's seconds under a layer split's pipeline ÷ its seconds with the devices one after another.
     double pipeline_overlap(double prompt) const;
     // weight bytes one decode step reads on one rank: the dense linear layers', and per MoE slot (experts, top_k,

@@ -393,7 +393,10 @@ Plans build_plans(const SweepAxes& a, const std::vector<Config>& configs, int th
             return;
         }
         capture(out.failures[i], [&] { return describe(a, c); }, [&] {
-            out.plans[i] = std::make_unique<EstimatePlan>(std::make_shared<const EstimatePlan::Impl>(engine_devices[de], structures[k]));
+            // a layer split's kernels cost the engine's more per launch: that device made for it
+            const bool layers = structures[k]->options.pipeline_stages > 1;
+            out.plans[i] = std::make_unique<EstimatePlan>(std::make_shared<const EstimatePlan::Impl>(
+                layers ? device_for_engine(*a.devices[c[2]], *structures[k]) : engine_devices[de], structures[k]));
         });
     });
     if (cache)  // newest last: of more new plans than the cache holds, the last ones stay
