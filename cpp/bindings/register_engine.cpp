@@ -42,13 +42,14 @@ void register_engine(py::module_& m) {
                     d["tiles_per_unit"] = o.tiles_per_unit;
                     d["split_k"] = o.split_k;
                     d["stream_k"] = o.stream_k;
+                    d["alu_ops_scale"] = o.alu_ops_scale;
                     d["source"] = f.provenance.source;
                     d["uncertain"] = f.provenance.uncertain;
                     out[family] = d;
                 }
                 return out;
             },
-            "device family -> its efficiency, tiles_per_unit, split_k, stream_k, source, uncertain (where they differ)")
+            "device family -> its efficiency, tiles_per_unit, split_k, stream_k, alu_ops_scale, source, uncertain (where they differ)")
         .def_readonly("alu_ops_per_mac", &LinearKernel::alu_ops_per_mac, "ALU operations beside each multiply-add")
         .def_readonly("alu_ops_scale", &LinearKernel::alu_ops_scale,
                       "alu_ops_per_mac of each weight format relative to the one it was fitted on (absent: 1)")

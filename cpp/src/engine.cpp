@@ -132,7 +132,7 @@ KernelOccupancy LinearKernel::occupancy_on(const std::string& family) const {
     if (it == by_family.end()) return o;
     const FamilyOccupancy& f = it->second;
     return {f.efficiency.value_or(o.efficiency), f.tiles_per_unit.value_or(o.tiles_per_unit), f.split_k.value_or(o.split_k),
-            f.stream_k.value_or(o.stream_k)};
+            f.stream_k.value_or(o.stream_k), f.alu_ops_scale.value_or(o.alu_ops_scale)};
 }
 
 std::vector<const LinearKernel*> kernels_for(const std::vector<LinearKernel>& kernels, const Format& weight,
@@ -266,10 +266,13 @@ LinearKernel parse_kernel(JsonObject& k) {
             o.tiles_per_unit = f.opt_number("tiles_per_unit", 1.0 / 64, 64);
             if (f.has("split_k")) o.split_k = f.opt_bool("split_k", true);
             if (f.has("stream_k")) o.stream_k = f.opt_bool("stream_k", false);
+            o.alu_ops_scale = f.opt_number("alu_ops_scale", 0.01, 100);
             o.provenance = provenance_of(f);
             f.finish();
-            if (!o.efficiency && !o.tiles_per_unit && !o.split_k && !o.stream_k)
-                fams->fail(family, "must set at least one of efficiency, tiles_per_unit, split_k, stream_k");
+            if (!o.efficiency && !o.tiles_per_unit && !o.split_k && !o.stream_k && !o.alu_ops_scale)
+                fams->fail(family, "must set at least one of efficiency, tiles_per_unit, split_k, stream_k, alu_ops_scale");
+            if (o.alu_ops_scale && x.unit != Unit::matrix)
+                fams->fail(family, "alu_ops_scale: only a matrix kernel (\"unit\": \"matrix\") scales its ALU work by family");
             x.by_family[family] = o;
         }
         fams->finish();
@@ -861,6 +864,7 @@ std::string Engine::to_json(int indent) const {
                     if (f.tiles_per_unit) o["tiles_per_unit"] = *f.tiles_per_unit;
                     if (f.split_k) o["split_k"] = *f.split_k;
                     if (f.stream_k) o["stream_k"] = *f.stream_k;
+                    if (f.alu_ops_scale) o["alu_ops_scale"] = *f.alu_ops_scale;
                     o["source"] = f.provenance.source;
                     if (!f.provenance.uncertain.empty()) o["uncertain"] = f.provenance.uncertain;
                     fj[family] = o;

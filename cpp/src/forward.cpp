@@ -476,11 +476,13 @@ std::vector<OpSlot> forward_slots(const Model& model, const std::vector<TensorFo
 }
 
 namespace {
-// A kernel's ALU work beside its `macs` multiply-adds (LinearPath::alu_ops_per_mac), on its lanes or issue slots,
-// taking `factor` (alu_tile_factor, >= 1) times as long in its tiles: its utilization 1 / factor (the pure roofline,
-// which has no tiles, counts the work once)
-void add_alu_work(OpCost& op, const LinearPath& p, double macs, double factor) {
-    if (p.alu_ops_per_mac > 0) op.add_flops(Unit::vector, p.alu_format, p.alu_ops_per_mac * macs, 1 / factor, true, p.alu_on_issue);
+// A kernel's ALU work beside its `macs` multiply-adds (LinearPath::alu_ops_per_mac × its device family's
+// alu_ops_scale), on its lanes or issue slots, taking `factor` (alu_tile_factor, >= 1) times as long in its tiles: its
+// utilization 1 / factor (the pure roofline, which has no tiles, counts the work once)
+void add_alu_work(OpCost& op, const LinearPath& p, const PhaseOptions& options, double macs, double factor) {
+    if (!(p.alu_ops_per_mac > 0)) return;
+    const double per_mac = p.alu_ops_per_mac * p.occupancy_on(options.device_family).alu_ops_scale;
+    op.add_flops(Unit::vector, p.alu_format, per_mac * macs, 1 / factor, true, p.alu_on_issue);
 }
 }  // namespace
 
@@ -489,7 +491,7 @@ OpCost linear_gemm(const OpSlot& s, const PhaseOptions& options, double rows, co
     Format act = options.activation;
     act.compute = p.compute;
     OpCost op = ops::gemm(rows, s.n, s.k, act, s.format, options.activation, ops::GemmOptions{p.unit, 0, s.groups, p.dequant_overlapped});
-    add_alu_work(op, p, rows * s.n * s.k * s.groups, alu_factor);
+    add_alu_work(op, p, options, rows * s.n * s.k * s.groups, alu_factor);
     op.launches *= p.launches;
     return op;
 }
@@ -498,7 +500,7 @@ OpCost moe_path_gemm(const OpSlot& s, const PhaseOptions& options, double rows, 
     Format act = options.activation;
     act.compute = p.compute;
     OpCost op = ops::moe_gemm(rows, s.top_k, s.experts, s.n, s.k, act, s.format, options.activation, p.dequant_overlapped, p.unit);
-    add_alu_work(op, p, rows * s.top_k * s.n * s.k, alu_factor);
+    add_alu_work(op, p, options, rows * s.top_k * s.n * s.k, alu_factor);
     op.launches *= p.moe_launches;
     return op;
 }

@@ -595,6 +595,15 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
                 if (path.matrix && lp.compute == from) path.compute = to;
             return path;
         };
+        // the probes count a kernel's ALU work as compiled for the architecture it was counted on (the structure
+        // knows no device); this family's alu_ops_scale applies here. A matrix path's vector seconds per row are
+        // that work alone (the loader allows the scale on matrix kernels only), so scaling them is exact.
+        auto scale_alu = [&dev](OpTimes& per_row, const LinearPath& lp) {
+            if (lp.unit != Unit::matrix) return;
+            const double f = lp.occupancy_on(dev.family).alu_ops_scale;
+            per_row.derated.vector_s *= f;
+            per_row.ideal.vector_s *= f;
+        };
         switch (op.kind) {
             case SlotKind::rows:
                 s.base = times(0);
@@ -643,6 +652,7 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
                     path.dequant_every_rows = linear_extra_dequant_passes(op, lp, 2 * lp.dequant_every_rows) > 0 ? lp.dequant_every_rows : 0.0;
                     path.base = times(3 * i);
                     path.per_row = times(3 * i + 1) - path.base;
+                    scale_alu(path.per_row, lp);
                     if (!p[3 * i + 2].flop_terms.empty()) path.pass = times(3 * i + 2);
                     // the utilization group: matrix paths with the same output features, tile and rows
                     std::uint32_t g = 0;
@@ -670,6 +680,7 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
                         const OpTimes t1 = times(3 * i + 1), t2 = times(3 * i + 2);
                         path.per_row = t2 - t1;
                         path.pass = (t1 - path.base) - path.per_row;
+                        scale_alu(path.per_row, op.paths[i]);
                     }
                     s.paths.push_back(path);
                 }

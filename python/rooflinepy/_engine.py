@@ -44,7 +44,7 @@ class LinearKernel:
     split_k: CoreAttribute[bool] = CoreAttribute(
         "with fewer tiles than processors, whether the K loop is split over the idle ones")
     by_family: CoreAttribute[Dict[str, Dict[str, Any]]] = CoreAttribute(
-        "device family -> efficiency, tiles_per_unit, split_k, stream_k and their source where the family's differ")
+        "device family -> efficiency, tiles_per_unit, split_k, stream_k, alu_ops_scale and their source where the family's differ")
     alu_ops_per_mac: CoreAttribute[float] = CoreAttribute("ALU operations (unpacking, scales) beside each multiply-add")
     alu_weight_share: CoreAttribute[float] = CoreAttribute(
         "share of alu_ops_per_mac a tile spends once per weight (unpacking it for all its rows): smaller tiles pay it "

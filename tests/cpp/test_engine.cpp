@@ -94,7 +94,8 @@ const char* const kFullEngine = R"({
          "alu_format": "int32", "alu_ops_scale": {"q4_k": 1.17, "q8_0": 0.83}, "launches": 2, "tiles_per_unit": 2,
          "moe_row_tile": "batch", "moe_launches": 3, "row_tile_step": 8, "alu_weight_share": 0.25,
          "by_family": {"amd-rdna3.5": {"tiles_per_unit": 0.5, "split_k": false, "source": "f1", "uncertain": "f2"},
-                       "amd-cdna3": {"efficiency": 0.6, "stream_k": false, "source": "f3"}},
+                       "amd-cdna3": {"efficiency": 0.6, "stream_k": false, "source": "f3"},
+                       "nvidia-ampere": {"alu_ops_scale": 1.08, "source": "f4"}},
          "source": "k2", "uncertain": "a guess"}
       ]},
       "fused_qkv": {"value": false, "source": "s3"},
@@ -243,6 +244,7 @@ void check_same_backend(const EngineBackend& a, const EngineBackend& b) {
             CHECK(f.tiles_per_unit == y.by_family.at(family).tiles_per_unit);
             CHECK(f.split_k == y.by_family.at(family).split_k);
             CHECK(f.stream_k == y.by_family.at(family).stream_k);
+            CHECK(f.alu_ops_scale == y.by_family.at(family).alu_ops_scale);
             CHECK(x.occupancy_on(family) == y.occupancy_on(family));
             CHECK(f.provenance.source == y.by_family.at(family).provenance.source);
             CHECK(f.provenance.uncertain == y.by_family.at(family).provenance.uncertain);
@@ -513,6 +515,11 @@ TEST_CASE("parse_engine: errors name the origin and the field path") {
         check_error(family(R"({"amd-rdna3.5": {"tiles_per_unit": 0, "source": "x"}})"), {"by_family.amd-rdna3.5.tiles_per_unit"});
         check_error(family(R"({"amd-rdna3.5": {"efficiency": 1.5, "source": "x"}})"), {"by_family.amd-rdna3.5.efficiency"});
         check_error(family(R"({"amd-rdna3.5": {"source": "x"}})"), {"by_family.amd-rdna3.5", "at least one of"});
+        check_error(family(R"({"nvidia-ampere": {"alu_ops_scale": 0, "source": "x"}})"), {"by_family.nvidia-ampere.alu_ops_scale"});
+        // a vector kernel's per-row vector work is its multiply-adds too: no family scale of its ALU work alone
+        check_error(with(kTinyEngine, R"("max_rows": 8, "unit": "vector", "compute": "activation", "source": "made up")",
+                         R"("max_rows": 8, "unit": "vector", "compute": "activation", "by_family": {"nvidia-ampere": {"alu_ops_scale": 1.1, "source": "x"}}, "source": "made up")"),
+                    {"by_family.nvidia-ampere", "only a matrix kernel"});
         check_error(with(kTinyEngine, tile, R"("tile_n": 64, "split_k": 1, "source")"), {"linear_kernels.value[1].split_k"});
     }
     SUBCASE("an unknown weight format") {

@@ -450,3 +450,41 @@ TEST_CASE("a decode kernel with a thread block per query head slows GQA decode a
     const double mha_old = decode("llama-2-7b", "trt-llm-0.6", 64, 4096), mha_new = decode("llama-2-7b", "trt-llm", 64, 4096);
     CHECK(mha_old == doctest::Approx(mha_new).epsilon(0.1));
 }
+
+TEST_CASE("a kernel's ALU work on a family whose instruction set compiles it longer: by_family alu_ops_scale") {
+    // ggml's MMQ counted on sm_86; GA100 (sm_80) converts its sums with I2F and issues more (engine_db by_family)
+    const Model m = catalog("llama-2-7b");
+    const Device& a100 = roofline::test::hardware_db().get("a100-sxm-80gb");
+    Device unscaled = a100;
+    unscaled.family = "nvidia-ampere-ga10x";  // the architecture the count is the reference of
+    const std::shared_ptr<const Engine> eng = engine("llama.cpp");
+    const EngineBackend& backend = eng->on(a100);
+    const LinearKernel* mmq = nullptr;
+    for (const LinearKernel& k : backend.linear_kernels)
+        if (k.name == "mul_mat_q (MMQ)") mmq = &k;
+    REQUIRE(mmq != nullptr);
+    const double scale = mmq->occupancy_on("nvidia-ampere").alu_ops_scale;
+    CHECK(scale > 1.05);
+    CHECK(mmq->occupancy_on("nvidia-ampere-ga10x").alu_ops_scale == 1.0);
+    // op by op: the GEMM's vector seconds, nearly all its ALU (issue) work (the rest, a per-weight part, unscaled),
+    // grow by the scale; its matrix seconds do not
+    auto gemm_times = [&](const Device& dev) {
+        PhaseOptions o = phase_options(backend, eng->id, parse_kv_format("f16"), true, 1);
+        with_device(o, dev);
+        const Device d = *device_for_engine(dev, backend);
+        for (const auto& op : forward_ops(m, estimate_tensor_formats(m, "Q4_0"), 1, 512, 0, o))
+            if (op.name == "ffn_up") return evaluate(op.cost, d, Ceilings::derated).times;
+        FAIL("no ffn_up");
+        return CeilingTimes{};
+    };
+    const CeilingTimes scaled = gemm_times(a100), plain = gemm_times(unscaled);
+    CHECK(scaled.vector_s == doctest::Approx(plain.vector_s * scale).epsilon(2e-3));
+    CHECK(scaled.vector_s > plain.vector_s * (1 + 0.95 * (scale - 1)));
+    CHECK(scaled.matrix_s == doctest::Approx(plain.matrix_s).epsilon(1e-12));
+    // the plan (its structure knows no device) applies the same scale: prefill as the op-by-op sum, and longer
+    const PlanConfig cfg{"Q4_0", "f16", true, "llama.cpp", 1};
+    const Reference r = reference(m, a100, cfg, 1, 512, 0);
+    const Estimate e = EstimatePlan(m, a100, cfg).estimate(1, 512, 0);
+    CHECK(e.prefill_s == doctest::Approx(r.prefill_s).epsilon(1e-11));
+    CHECK(e.prefill_s > EstimatePlan(m, unscaled, cfg).estimate(1, 512, 0).prefill_s * 1.03);
+}

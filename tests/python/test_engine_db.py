@@ -125,6 +125,29 @@ def test_llama_cpp_mmq_occupies_every_rdna_generation_as_ggml_configures_it():
         "amd-rdna3", "amd-rdna4", "amd-rdna3.5"}
 
 
+def test_llama_cpp_mmq_issues_its_architecture_s_instruction_count(tmp_path):
+    """MMQ's ALU work is counted on sm_86 (calibration/mmq_sass.py); each other family carries its own loop's count
+    as by_family alu_ops_scale (GA100: I2F where sm_86 has I2FP, 8 % more), which stretches the kernel's issue time
+    there and nowhere else: an A100 renamed into the GA10x family runs the same prefill faster by about that much."""
+    cuda = next(b for b in rp.engine("llama.cpp").backends if b.backend == "cuda")
+    mmq = next(k for k in cuda.linear_kernels if k.name == "mul_mat_q (MMQ)")
+    scales = {f: o["alu_ops_scale"] for f, o in mmq.by_family.items()}
+    assert scales["nvidia-ampere"] == pytest.approx(20.30 / 18.79, abs=0.002)
+    assert "nvidia-ampere-ga10x" not in scales and "nvidia-ada" not in scales  # sm_86 and sm_89 issue the reference count
+    assert all(1.0 <= v < 1.1 for v in scales.values()), scales
+    assert "--arch sm_80" in mmq.by_family["nvidia-ampere"]["source"]
+    profile = json.loads(rp.device("a100-sxm-80gb").to_json())
+    profile.update(id="a100-as-ga10x", family="nvidia-ampere-ga10x", aliases=[])
+    (tmp_path / "a100-as-ga10x.json").write_text(json.dumps(profile))
+    as_ga10x = rp.load_device(tmp_path / "a100-as-ga10x.json")
+
+    def pp512(device):
+        return rp.estimate("llama-2-7b", "Q4_0", device, engine="llama.cpp", prompt_tokens=512,
+                           gen_tokens=0).prefill_tokens_per_s
+    # most of a 512-token prompt is MMQ's issue time on an A100: 5-8 % longer with GA100's loop
+    assert 1.04 < pp512(as_ga10x) / pp512("a100-sxm-80gb") < scales["nvidia-ampere"]
+
+
 def test_llama_cpp_mmq_multiplies_fp4_weights_in_fp4_on_sm120_and_sm121_only():
     """ggml-cuda runs MXFP4 / NVFP4 weights through block-scaled FP4 MMA where blackwell_mma_available (sm_120
     GeForce / RTX PRO Blackwell, sm_121 GB10) and through its int8 MMQ everywhere else, B200's sm_100 included; the

@@ -41,10 +41,11 @@ CORPUS_TARGETS = {
     ("llamacpp_metal_llama2_7b", "decode"): {"lodo": 6, "in_sample": 5, "logo": 8},
     ("llamacpp_metal_llama2_7b", "prefill"): {"lodo": 10, "in_sample": 5, "logo": 10},
     ("llamacpp_cuda_llama2_7b_q4_0", "decode"): {"lodo": 8, "in_sample": 8},  # 2.3 and 2.1 %
-    # the in-sample target is 8 %; 10.2 % is reached (11.4 % while the scoreboard's "A100 80GB" was taken for the SXM
-    # module; it is the PCIe board). What the remaining spread per GPU points to, and what was checked and not taken:
-    # tests/validation/README.md, "CUDA prefill". Held at 11 so that a regression shows.
-    ("llamacpp_cuda_llama2_7b_q4_0", "prefill"): {"lodo": 15, "in_sample": 11},
+    # the in-sample target is 8 %; 9.4 % is reached (11.4 % while the scoreboard's "A100 80GB" was taken for the SXM
+    # module; it is the PCIe board; 10.2 % before MMQ's instructions were counted per architecture). What the
+    # remaining spread per GPU points to, and what was checked and not taken: tests/validation/README.md, "CUDA
+    # prefill". Held at 10 so that a regression shows.
+    ("llamacpp_cuda_llama2_7b_q4_0", "prefill"): {"lodo": 15, "in_sample": 10},
 }
 
 

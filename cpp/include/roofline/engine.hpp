@@ -50,9 +50,13 @@ struct KernelOccupancy {
     /// stream-K)
     bool split_k = true;
     bool stream_k = false;  ///< LinearKernel::stream_k
+    /// The kernel's ALU work (alu_ops_per_mac) on this family relative to the architecture it was counted on: the
+    /// same source compiles to more or fewer instructions per multiply-add for another instruction set (ggml's MMQ
+    /// converts its int32 sums with I2F on sm_80, with I2FP from sm_86)
+    double alu_ops_scale = 1;
     bool operator==(const KernelOccupancy& o) const {
         return efficiency == o.efficiency && tiles_per_unit == o.tiles_per_unit && split_k == o.split_k &&
-               stream_k == o.stream_k;
+               stream_k == o.stream_k && alu_ops_scale == o.alu_ops_scale;
     }
 };
 
@@ -107,7 +111,7 @@ struct LinearKernel {
     /// The occupancy on devices of one hardware_db family where it differs from the values above (family -> the
     /// values that differ, each family with its source); unset ones are the kernel's, as fitted
     struct FamilyOccupancy {
-        std::optional<double> efficiency, tiles_per_unit;
+        std::optional<double> efficiency, tiles_per_unit, alu_ops_scale;
         std::optional<bool> split_k, stream_k;
         Provenance provenance;
     };
@@ -146,7 +150,8 @@ struct LinearKernel {
     std::string alu_format_name() const;
     /// engine_db's name of its MoE row tile: "batch" (moe_tile_from_batch) or "expert".
     std::string moe_row_tile_name() const { return moe_tile_from_batch ? "batch" : "expert"; }
-    /// efficiency, tiles_per_unit, split_k and stream_k on a device of `family` (by_family's where it names it).
+    /// efficiency, tiles_per_unit, split_k, stream_k and alu_ops_scale on a device of `family` (by_family's where it
+    /// names it).
     KernelOccupancy occupancy_on(const std::string& family) const;
 };
 

@@ -120,11 +120,11 @@ struct LinearPath {
     bool split_k = true;            ///< LinearKernel::split_k
     /// LinearKernel::by_family, each family's occupancy whole (usually empty)
     std::vector<std::pair<std::string, KernelOccupancy>> by_family;
-    /// The occupancy on a device of `family`: by_family's entry, else the three values above.
+    /// The occupancy on a device of `family`: by_family's entry, else the values above (ALU work unscaled).
     KernelOccupancy occupancy_on(const std::string& family) const {
         for (const auto& [f, o] : by_family)
             if (f == family) return o;
-        return {efficiency, tiles_per_unit, split_k, stream_k};
+        return {efficiency, tiles_per_unit, split_k, stream_k, 1.0};
     }
     double alu_ops_per_mac = 0;     ///< LinearKernel::alu_ops_per_mac, on alu_format lanes
     DType alu_format = DType::int32;

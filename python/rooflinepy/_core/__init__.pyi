@@ -421,7 +421,7 @@ class LinearKernel:
     @property
     def by_family(self) -> dict[str, dict]:
         """
-        device family -> its efficiency, tiles_per_unit, split_k, stream_k, source, uncertain (where they differ)
+        device family -> its efficiency, tiles_per_unit, split_k, stream_k, alu_ops_scale, source, uncertain (where they differ)
         """
     @property
     def compute(self) -> str:
