@@ -163,9 +163,9 @@ void register_sweep(py::module_& m) {
            const std::vector<std::string>& kv_dtypes, const std::vector<int>& flash_attention,
            const std::vector<int>& tensor_parallel, const std::vector<double>& batch, const std::vector<double>& prompt_tokens,
            const std::vector<double>& gen_tokens, int threads, bool skip_invalid, const std::vector<double>& context_tokens,
-           const std::vector<double>& ubatch_tokens, const std::string& split_mode) {
+           const std::vector<double>& ubatch_tokens, const std::vector<std::string>& split_modes) {
             SweepAxes a = axes_of(models, quants, devices, engines, kv_dtypes, flash_attention, tensor_parallel);
-            a.split_mode = split_mode;
+            a.split_modes = split_modes;
             a.batch = batch;
             a.prompt_tokens = prompt_tokens;
             a.gen_tokens = gen_tokens;
@@ -184,7 +184,7 @@ void register_sweep(py::module_& m) {
         py::arg("flash_attention"), py::arg("tensor_parallel"), py::arg("batch"), py::arg("prompt_tokens"),
         py::arg("gen_tokens"), py::arg("threads") = 0, py::arg("skip_invalid") = false,
         py::arg("context_tokens") = std::vector<double>{0.0}, py::arg("ubatch_tokens") = std::vector<double>{0.0},
-        py::arg("split_mode") = "",
+        py::arg("split_modes") = std::vector<std::string>{""},
         "Estimates over the product of the axes, as a dict of column arrays (numpy, not copied) and codes");
 
     m.def(
@@ -205,10 +205,11 @@ void register_sweep(py::module_& m) {
            const std::vector<double>& ubatch_tokens,
            const py::array_t<std::uint32_t, py::array::c_style | py::array::forcecast>& ubatch,
            const py::array_t<double, py::array::c_style | py::array::forcecast>& context_tokens,
-           const std::string& split_mode) {
+           const std::vector<std::string>& split_modes,
+           const py::array_t<std::uint32_t, py::array::c_style | py::array::forcecast>& split) {
             SweepAxes a = axes_of(models, quants, devices, engines, kv_dtypes, flash_attention, tensor_parallel);
             a.ubatch_tokens = ubatch_tokens;
-            a.split_mode = split_mode;
+            a.split_modes = split_modes;
             SweepPoints p;
             p.model = to_vector(model, "model");
             p.quant = to_vector(quant, "quant");
@@ -222,6 +223,7 @@ void register_sweep(py::module_& m) {
             p.gen_tokens = to_vector(gen_tokens, "gen_tokens");
             p.ubatch = to_vector(ubatch, "ubatch");
             p.context_tokens = to_vector(context_tokens, "context_tokens");
+            p.split = to_vector(split, "split");
             std::vector<py::object> hold;  // released with the GIL held, after the sweep
             const SweepOptions options = options_for(a, threads, skip_invalid, hold);
             SweepTable t;
@@ -237,7 +239,7 @@ void register_sweep(py::module_& m) {
         py::arg("prompt_tokens"), py::arg("gen_tokens"), py::arg("threads") = 0, py::arg("skip_invalid") = false,
         py::arg("ubatch_tokens") = std::vector<double>{0.0},
         py::arg("ubatch") = py::array_t<std::uint32_t>(0), py::arg("context_tokens") = py::array_t<double>(0),
-        py::arg("split_mode") = "",
+        py::arg("split_modes") = std::vector<std::string>{""}, py::arg("split") = py::array_t<std::uint32_t>(0),
         "Estimates of explicit points (indices into the configuration lists), as sweep() returns them");
 
     m.def(

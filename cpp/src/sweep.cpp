@@ -236,6 +236,7 @@ void check_axes(const SweepAxes& a, bool need_points) {
     nonempty(a.flash_attention.size(), "flash_attention");
     nonempty(a.tensor_parallel.size(), "tensor_parallel");
     nonempty(a.ubatch_tokens.size(), "ubatch_tokens");
+    nonempty(a.split_modes.size(), "split_modes");
     for (double u : a.ubatch_tokens) check_count("ubatch_tokens", u);
     for (std::size_t i = 0; i < a.models.size(); ++i)
         if (!a.models[i]) throw InvalidArgument("sweep: models[" + std::to_string(i) + "] is null");
@@ -260,7 +261,7 @@ void check_axes(const SweepAxes& a, bool need_points) {
 }
 
 // A configuration: indices into the axes' configuration lists.
-using Config = std::array<std::uint32_t, 8>;  // model, quant, device, engine, kv, flash, tp, ubatch
+using Config = std::array<std::uint32_t, 9>;  // model, quant, device, engine, kv, flash, tp, ubatch, split
 
 std::string describe(const SweepAxes& a, const Config& c) {
     std::ostringstream os;
@@ -269,7 +270,8 @@ std::string describe(const SweepAxes& a, const Config& c) {
        << (a.flash_attention[c[5]] < 0 ? "the engine's default" : a.flash_attention[c[5]] ? "on" : "off")
        << ", tensor_parallel " << a.tensor_parallel[c[6]];
     if (a.ubatch_tokens.size() > 1 || a.ubatch_tokens[c[7]] != 0) os << ", ubatch_tokens " << a.ubatch_tokens[c[7]];
-    if (!a.split_mode.empty()) os << ", split_mode " << a.split_mode;
+    if (a.split_modes.size() > 1 || !a.split_modes[c[8]].empty())
+        os << ", split_mode " << (a.split_modes[c[8]].empty() ? std::string("the engine's default") : a.split_modes[c[8]]);
     return os.str();
 }
 
@@ -305,12 +307,12 @@ Plans build_plans(const SweepAxes& a, const std::vector<Config>& configs, int th
     // Structures (the device-independent part of a plan) per (model, quant, backend, engine, kv, flash, tp), then a
     // plan per configuration from its structure and device: no op is built per device.
     auto structure_key = [&](const Config& c) {
-        return Config{c[0], c[1], backend_of[c[2] * ne + c[3]], c[3], c[4], c[5], c[6], c[7]};
+        return Config{c[0], c[1], backend_of[c[2] * ne + c[3]], c[3], c[4], c[5], c[6], c[7], c[8]};
     };
     // plans kept from earlier sweeps: those configurations need no structure
     auto cache_key = [&](const Config& c, const Engine* e) {
         return PlanCache::Key{a.models[c[0]], a.devices[c[2]], e, a.quants[c[1]], a.kv_dtypes[c[4]],
-                              a.flash_attention[c[5]], a.tensor_parallel[c[6]], a.ubatch_tokens[c[7]], a.split_mode};
+                              a.flash_attention[c[5]], a.tensor_parallel[c[6]], a.ubatch_tokens[c[7]], a.split_modes[c[8]]};
     };
     Plans out;
     out.plans.resize(configs.size());
@@ -347,7 +349,8 @@ Plans build_plans(const SweepAxes& a, const std::vector<Config>& configs, int th
     // keys of one configuration on several backends are adjacent (the backend is the third key): the first is built,
     // the others take its slots with their own kernels where their options make the same slots
     auto same_but_backend = [](const Config& x, const Config& y) {
-        return x[0] == y[0] && x[1] == y[1] && x[3] == y[3] && x[4] == y[4] && x[5] == y[5] && x[6] == y[6] && x[7] == y[7];
+        return x[0] == y[0] && x[1] == y[1] && x[3] == y[3] && x[4] == y[4] && x[5] == y[5] && x[6] == y[6] && x[7] == y[7] &&
+               x[8] == y[8];
     };
     std::vector<std::size_t> first(keys.size());
     for (std::size_t i = 0; i < keys.size(); ++i) {
@@ -363,7 +366,7 @@ Plans build_plans(const SweepAxes& a, const std::vector<Config>& configs, int th
             PlanConfig pc{a.quants[k[1]], a.kv_dtypes[k[4]], a.flash_attention[k[5]] > 0, a.engines[k[3]],
                           a.tensor_parallel[k[6]], a.ubatch_tokens[k[7]], engines[k[3]]};
             pc.flash_attention_from_engine = a.flash_attention[k[5]] < 0;
-            pc.split_mode = a.split_mode;
+            pc.split_mode = a.split_modes[k[8]];
             // the order EstimatePlan validates in: KV format, then the quantization
             parse_kv_format(pc.kv_dtype);
             if (!format_ok[f]) rethrow(format_failures[f]);
@@ -456,7 +459,9 @@ std::vector<Config> all_configs(const SweepAxes& a) {
                     for (std::uint32_t k = 0; k < n(a.kv_dtypes); ++k)
                         for (std::uint32_t f = 0; f < n(a.flash_attention); ++f)
                             for (std::uint32_t t = 0; t < n(a.tensor_parallel); ++t)
-                                for (std::uint32_t u = 0; u < n(a.ubatch_tokens); ++u) out.push_back({m, q, d, e, k, f, t, u});
+                                for (std::uint32_t s = 0; s < n(a.split_modes); ++s)
+                                    for (std::uint32_t u = 0; u < n(a.ubatch_tokens); ++u)
+                                        out.push_back({m, q, d, e, k, f, t, u, s});
     return out;
 }
 
@@ -617,16 +622,19 @@ SweepTable sweep(const SweepAxes& a, const SweepPoints& pts, const SweepOptions&
     const std::size_t n = pts.batch.size();
     for (const auto* v : {&pts.model, &pts.quant, &pts.device, &pts.engine, &pts.kv_dtype, &pts.flash_attention, &pts.tensor_parallel})
         if (v->size() != n) throw InvalidArgument("sweep points: every column must have one entry per point (" + std::to_string(n) + ")");
-    if (pts.prompt_tokens.size() != n || pts.gen_tokens.size() != n || (!pts.ubatch.empty() && pts.ubatch.size() != n))
+    if (pts.prompt_tokens.size() != n || pts.gen_tokens.size() != n || (!pts.ubatch.empty() && pts.ubatch.size() != n) ||
+        (!pts.split.empty() && pts.split.size() != n))
         throw InvalidArgument("sweep points: every column must have one entry per point (" + std::to_string(n) + ")");
-    const std::size_t sizes[8] = {a.models.size(), a.quants.size(), a.devices.size(), a.engines.size(), a.kv_dtypes.size(),
-                                  a.flash_attention.size(), a.tensor_parallel.size(), a.ubatch_tokens.size()};
-    static const char* axis_names[8] = {"model", "quant", "device", "engine", "kv_dtype", "flash_attention",
-                                        "tensor_parallel", "ubatch_tokens"};
-    const std::vector<std::uint32_t> zeros(pts.ubatch.empty() ? n : 0, 0);
-    const std::vector<std::uint32_t>* cols[8] = {&pts.model, &pts.quant, &pts.device, &pts.engine, &pts.kv_dtype,
+    const std::size_t sizes[9] = {a.models.size(), a.quants.size(), a.devices.size(), a.engines.size(), a.kv_dtypes.size(),
+                                  a.flash_attention.size(), a.tensor_parallel.size(), a.ubatch_tokens.size(),
+                                  a.split_modes.size()};
+    static const char* axis_names[9] = {"model", "quant", "device", "engine", "kv_dtype", "flash_attention",
+                                        "tensor_parallel", "ubatch_tokens", "split_mode"};
+    const std::vector<std::uint32_t> zeros(pts.ubatch.empty() || pts.split.empty() ? n : 0, 0);
+    const std::vector<std::uint32_t>* cols[9] = {&pts.model, &pts.quant, &pts.device, &pts.engine, &pts.kv_dtype,
                                                  &pts.flash_attention, &pts.tensor_parallel,
-                                                 pts.ubatch.empty() ? &zeros : &pts.ubatch};
+                                                 pts.ubatch.empty() ? &zeros : &pts.ubatch,
+                                                 pts.split.empty() ? &zeros : &pts.split};
     const std::vector<double> no_context(pts.context_tokens.empty() ? n : 0, 0.0);
     const std::vector<double>& context = pts.context_tokens.empty() ? no_context : pts.context_tokens;
     if (context.size() != n)
@@ -637,7 +645,7 @@ SweepTable sweep(const SweepAxes& a, const SweepPoints& pts, const SweepOptions&
     std::vector<std::size_t> config_of(n);
     for (std::size_t i = 0; i < n; ++i) {
         Config c{};
-        for (std::size_t k = 0; k < 8; ++k) {
+        for (std::size_t k = 0; k < 9; ++k) {
             c[k] = (*cols[k])[i];
             if (c[k] >= sizes[k])
                 throw InvalidArgument("sweep points: point " + std::to_string(i) + " has " + axis_names[k] + " index " +

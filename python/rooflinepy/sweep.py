@@ -114,6 +114,14 @@ def _flag(v: Any, what: str) -> int:
                                             allowed="True, False or None (the engine's default)"))
 
 
+def _split_name(v: Any) -> str:
+    """A split_mode value as the core takes it: None (or a points table's missing value) as "", the engine's
+    default; else its text (the core names the splits an engine allows)."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return ""
+    return _v.text(v, "split_mode", "sweep")
+
+
 def _engine_name(name: str) -> str:
     for e in _core.engine_names():
         if e.lower() == str(name).lower():
@@ -190,23 +198,23 @@ def sweep(models: Any = None, quants: Any = None, devices: Any = None, batch: An
           gen_tokens: Any = 128, kv_dtype: Any = "f16", flash_attention: Any = None, engine: Any = "llama.cpp",
           tensor_parallel: Any = 1, *, context_tokens: Any = 0, ubatch_tokens: Any = None, points: Any = None,
           threads: Optional[int] = None, skip_invalid: bool = False, output: Any = None,
-          chunk_rows: int = CHUNK_ROWS, split_mode: Optional[str] = None) -> Any:
+          chunk_rows: int = CHUNK_ROWS, split_mode: Any = None) -> Any:
     """Estimate every combination of the arguments (each a value or a list) in the core; one row per point.
 
     Rows are ordered as nested loops over model, quant, device, engine, kv_dtype, flash_attention,
-    tensor_parallel, ubatch_tokens, context_tokens, prompt_tokens, gen_tokens and batch (the last fastest).
-    ``context_tokens``: tokens already cached before each prompt (llama-bench's ``-d``); ``ubatch_tokens``: the prompt
-    micro-batch (llama.cpp's ``-ub``; None: the engine's); ``tensor_parallel``: devices per copy of the model, split
-    as ``split_mode`` says for the whole sweep (as in :func:`estimate`; None: each engine's default, its first
-    ``split_modes``: llama.cpp by layers, the serving engines by tensor parallelism), the split that ran in the
-    ``split_mode`` column ("none" on one device). Columns: the configuration
+    tensor_parallel, split_mode, ubatch_tokens, context_tokens, prompt_tokens, gen_tokens and batch (the last
+    fastest). ``context_tokens``: tokens already cached before each prompt (llama-bench's ``-d``); ``ubatch_tokens``:
+    the prompt micro-batch (llama.cpp's ``-ub``; None: the engine's); ``tensor_parallel``: devices per copy of the
+    model, split as ``split_mode`` says (as in :func:`estimate`: ``"layer"``, ``"tensor"``, or None for each engine's
+    default, its first ``split_modes``: llama.cpp by layers, the serving engines by tensor parallelism; a list
+    compares them), the split that ran in the ``split_mode`` column ("none" on one device). Columns: the configuration
     (categorical), then every field of ``rp.estimate`` (``memory_*`` for the memory dict, ``fits``, the ceilings).
     A row equals ``rp.estimate`` of that point exactly. Numeric columns are the core's buffers, not copies.
 
     ``points`` instead of the product: a DataFrame or a list of dicts with columns model, quant, device, batch,
-    prompt_tokens, gen_tokens and optionally kv_dtype, flash_attention, engine, tensor_parallel, context_tokens,
-    ubatch_tokens (the other arguments are their defaults); rows keep the points' order and the index is each
-    point's position.
+    prompt_tokens, gen_tokens and optionally kv_dtype, flash_attention, engine, tensor_parallel, split_mode,
+    context_tokens, ubatch_tokens (the other arguments are their defaults, each one value); rows keep the points'
+    order and the index is each point's position.
 
     ``threads``: worker threads (default every core, at most MAX_THREADS); the values do not depend on it.
     ``skip_invalid``: leave out configurations the core cannot estimate (tensor_parallel not dividing the heads, no
@@ -236,7 +244,7 @@ def sweep_chunks(models: Any = None, quants: Any = None, devices: Any = None, ba
                  engine: Any = "llama.cpp", tensor_parallel: Any = 1, *, context_tokens: Any = 0,
                  ubatch_tokens: Any = None, points: Any = None, threads: Optional[int] = None,
                  skip_invalid: bool = False, chunk_rows: int = CHUNK_ROWS,
-                 split_mode: Optional[str] = None) -> Iterator[pd.DataFrame]:
+                 split_mode: Any = None) -> Iterator[pd.DataFrame]:
     """The rows of ``rp.sweep`` (same arguments) as DataFrames of at most ``chunk_rows`` rows, in the same order,
     estimated one chunk at a time: any number of points in memory bounded by one chunk. Each chunk's categorical
     columns have the categories of the whole sweep; ``attrs["skipped"]`` lists the chunk's skipped configurations."""
@@ -257,11 +265,15 @@ class _Grid:
 
     def __init__(self, models: Any, quants: Any, devices: Any, batch: Any, prompt_tokens: Any, gen_tokens: Any,
                  kv_dtype: Any, flash_attention: Any, engine: Any, tensor_parallel: Any, context_tokens: Any,
-                 ubatch_tokens: Any, points: Any, split_mode: Optional[str] = None) -> None:
+                 ubatch_tokens: Any, points: Any, split_mode: Any = None) -> None:
         self.point_frame: Any = None
-        self.split = "" if split_mode is None else _v.text(split_mode, "split_mode", "sweep")
-        self.defaults = (kv_dtype, flash_attention, engine, tensor_parallel, context_tokens, ubatch_tokens, self.split)
+        self.s = [_split_name(x) for x in _list(split_mode, "split_mode")]
         if points is not None:
+            if len(self.s) != 1:
+                raise ValueError("sweep: with points=, split_mode is one value (the default of the points' split_mode "
+                                 f"column), got {split_mode!r}; give each point its split_mode instead")
+            self.defaults = (kv_dtype, flash_attention, engine, tensor_parallel, context_tokens, ubatch_tokens,
+                             self.s[0])
             import pandas as pd
 
             self.point_frame = points if isinstance(points, pd.DataFrame) else pd.DataFrame(list(points))
@@ -281,13 +293,13 @@ class _Grid:
     def _lists(self) -> List[List[Any]]:
         """The axes in row order (the last fastest)."""
         a = self.axes
-        return [a.models, a.quants, a.devices, a.engines, a.kv_dtypes, a.flash, a.tps, self.u, self.c, self.p, self.g,
-                self.b]
+        return [a.models, a.quants, a.devices, a.engines, a.kv_dtypes, a.flash, a.tps, self.s, self.u, self.c, self.p,
+                self.g, self.b]
 
     def _call(self, lists: List[List[Any]], threads: int, skip: bool) -> pd.DataFrame:
-        models, quants, devices, engines, kvs, flash, tps, u, c, p, g, b = lists
+        models, quants, devices, engines, kvs, flash, tps, s, u, c, p, g, b = lists
         axes = _Axes.resolved(models, quants, devices, engines, kvs, flash, tps)
-        table = _core.sweep(*axes.core_args(), b, p, g, threads, skip, c, u, self.split)
+        table = _core.sweep(*axes.core_args(), b, p, g, threads, skip, c, u, s)
         return _frame(table, axes)
 
     def frame(self, threads: int, skip: bool) -> pd.DataFrame:
@@ -431,7 +443,7 @@ def _sweep_points(points: Any, kv_dtype: Any, flash_attention: Any, engine: Any,
     if missing:
         raise ValueError(f"sweep points: missing column(s) {', '.join(missing)}; each point needs model, quant, device, "
                          f"batch, prompt_tokens, gen_tokens (and optionally kv_dtype, flash_attention, engine, "
-                         f"tensor_parallel)")
+                         f"tensor_parallel, split_mode, context_tokens, ubatch_tokens)")
     n = len(df)
 
     def column(name: str, default: Any) -> List[Any]:
@@ -444,6 +456,7 @@ def _sweep_points(points: Any, kv_dtype: Any, flash_attention: Any, engine: Any,
            "flash": _each_once(lambda f: _flag(f, "flash_attention"), column("flash_attention", flash_attention)),
            "tp": column("tensor_parallel", tensor_parallel),
            "ubatch": [0.0 if x is None else float(x) for x in column("ubatch_tokens", ubatch_tokens)],
+           "split": _each_once(_split_name, column("split_mode", split_mode)),
            "context": column("context_tokens", context_tokens)}
     # distinct values per axis, and each point's index into them
     def codes(values: List[T]) -> Tuple[List[T], List[int]]:
@@ -472,6 +485,7 @@ def _sweep_points(points: Any, kv_dtype: Any, flash_attention: Any, engine: Any,
     flashes, flash_codes = codes(raw["flash"])
     tps, tp_codes = codes(_each_once(_tp, raw["tp"]))
     ubatches, ubatch_codes = codes(raw["ubatch"])
+    splits, split_codes = codes(raw["split"])
     def u32(v: List[int]) -> npt.NDArray[np.uint32]:
         return np.asarray(v, dtype=np.uint32)
 
@@ -483,7 +497,8 @@ def _sweep_points(points: Any, kv_dtype: Any, flash_attention: Any, engine: Any,
                                u32(model_codes), u32(quant_codes), u32(device_codes), u32(engine_codes),
                                u32(kv_codes), u32(flash_codes), u32(tp_codes), f64("batch"), f64("prompt_tokens"),
                                f64("gen_tokens"), threads, bool(skip_invalid), ubatches, u32(ubatch_codes),
-                               np.asarray(_numbers(raw["context"], "context_tokens"), dtype=np.float64), split_mode)
+                               np.asarray(_numbers(raw["context"], "context_tokens"), dtype=np.float64), splits,
+                               u32(split_codes))
 
     axes = _Axes.resolved(model_objs, quants, device_objs, engines, kvs, flashes, tps)
     return _frame(table, axes)
@@ -726,7 +741,8 @@ def _cli_sweep(args: argparse.Namespace) -> int:
         tensor_parallel=[int(v) for v in _cli_numbers(args.tensor_parallel, "-tp/--tensor-parallel")],
         context_tokens=_cli_numbers(args.context, "--context"),
         ubatch_tokens=_cli_numbers(args.ubatch, "--ubatch") if args.ubatch else None,
-        threads=args.threads, skip_invalid=args.skip_invalid, split_mode=args.split_mode)
+        threads=args.threads, skip_invalid=args.skip_invalid,
+        split_mode=None if args.split_mode is None else _cli_names(args.split_mode))
     t0 = time.perf_counter()
     if args.output:  # streamed: any number of points, one chunk in memory
         res = sweep(**kwargs, output=args.output)
@@ -783,8 +799,9 @@ def _add_sweep_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     add_flash_attn(p, both=True)
     p.add_argument("--engine", default="llama.cpp", help="engines, comma-separated (rooflinepy engines lists them)")
     p.add_argument("-tp", "--tensor-parallel", default="1", help="devices per copy of the model (as -sm says)")
-    p.add_argument("-sm", "--split-mode", default=None, choices=["layer", "tensor"],
-                   help="how -tp devices share the model, for the whole sweep: layer or tensor (default: each engine's)")
+    p.add_argument("-sm", "--split-mode", default=None,
+                   help="how -tp devices share the model (llama-bench -sm): layer, tensor or both, comma-separated "
+                        "(default: each engine's)")
     p.add_argument("--context", default="0", help="tokens already in the KV cache before each prompt (llama-bench -d)")
     p.add_argument("--ubatch", default=None, help="prompt micro-batch sizes (llama.cpp -ub; default: the engine's)")
     p.add_argument("--threads", type=int, default=None, help="worker threads (default: every core)")

@@ -150,23 +150,53 @@ TEST_CASE("sweep: the split mode of every configuration, resolved per engine, as
     a.engines = {"llama.cpp"};
     a.tensor_parallel = {1, 2};
     const auto& names = split_mode_names();
-    for (const std::string mode : {"", "layer", "tensor"}) {
-        CAPTURE(mode);
-        a.split_mode = mode;
-        const SweepTable t = sweep(a);
-        REQUIRE(t.rows == 2);
-        CHECK(names[t.split_mode[0]] == "none");
-        CHECK(names[t.split_mode[1]] == (mode.empty() ? "layer" : mode));
+    const auto decode = column(sweep_columns(), "decode_tokens_per_s");
+    auto estimated = [&](const std::string& mode, int tp) {
         Workload w;
         w.quant = "Q4_K_M";
-        w.tensor_parallel = 2;
+        w.tensor_parallel = tp;
         w.split_mode = mode;
-        const Estimate e = estimate(llama, db.get("rtx-3090"), w);
-        CHECK(same_bits(t.columns[column(sweep_columns(), "decode_tokens_per_s")][1], e.decode_tokens_per_s));
+        return estimate(llama, db.get("rtx-3090"), w).decode_tokens_per_s;
+    };
+    // an axis: rows nested as tensor_parallel, then split_mode (one device: every split is "none")
+    a.split_modes = {"", "layer", "tensor"};
+    const SweepTable t = sweep(a);
+    REQUIRE(t.rows == 6);
+    const std::vector<std::string> ran{"none", "none", "none", "layer", "layer", "tensor"};
+    for (std::size_t r = 0; r < 6; ++r) {
+        CAPTURE(r);
+        CHECK(names[t.split_mode[r]] == ran[r]);
+        CHECK(same_bits(t.columns[decode][r], estimated(a.split_modes[r % 3], r < 3 ? 1 : 2)));
     }
+    CHECK(t.columns[decode][5] > t.columns[decode][4] * 1.5);  // tensor parallel reads half the weights per device
+    // explicit points pick their split by index; no split column: the first split for every point
+    SweepPoints p;
+    p.model = {0, 0};
+    p.quant = {0, 0};
+    p.device = {0, 0};
+    p.engine = {0, 0};
+    p.kv_dtype = {0, 0};
+    p.flash_attention = {0, 0};
+    p.tensor_parallel = {1, 1};
+    p.batch = {1, 1};
+    p.prompt_tokens = {512, 512};
+    p.gen_tokens = {128, 128};
+    p.split = {2, 1};
+    const SweepTable tp = sweep(a, p);
+    CHECK(names[tp.split_mode[0]] == "tensor");
+    CHECK(names[tp.split_mode[1]] == "layer");
+    CHECK(same_bits(tp.columns[decode][0], t.columns[decode][5]));
+    p.split.clear();
+    CHECK(names[sweep(a, p).split_mode[1]] == "layer");  // "" resolved: llama.cpp's default
+    p.split = {0, 3};
+    CHECK_THROWS_WITH_AS(sweep(a, p), doctest::Contains("split_mode index 3"), InvalidArgument);
+    p.split = {0};
+    CHECK_THROWS_WITH_AS(sweep(a, p), doctest::Contains("one entry per point"), InvalidArgument);
+    a.split_modes = {};
+    CHECK_THROWS_WITH_AS(sweep(a), doctest::Contains("'split_modes' must list at least one value"), InvalidArgument);
     a.engines = {"vllm"};
     a.quants = {"bf16"};
-    a.split_mode = "layer";
+    a.split_modes = {"layer"};
     CHECK_THROWS_WITH_AS(sweep(a), doctest::Contains("split_mode layer"), InvalidArgument);
 }
 

@@ -2,6 +2,7 @@
 import json
 import math
 
+import pandas as pd
 import pytest
 
 import rooflinepy as rp
@@ -96,6 +97,37 @@ def test_sweep_splits_as_estimate_does_and_says_which_split_ran():
     assert [c.split_mode.iloc[0] for c in chunks] == ["none", "tensor"]
 
 
+def test_sweep_compares_splits_as_an_axis():
+    """split_mode as a list is an axis nested inside tensor_parallel: each row as rp.estimate gives it, the same
+    rows whole, in chunks and as points carrying their own split_mode."""
+    kw = dict(models=["llama-3.1-70b"], quants=["Q4_K_M"], devices=["rtx-3090"], gen_tokens=128, tensor_parallel=[1, 2])
+    df = rp.sweep(split_mode=["layer", "tensor", None], **kw)
+    assert list(df.tensor_parallel) == [1, 1, 1, 2, 2, 2]
+    assert list(df.split_mode) == ["none"] * 3 + ["layer", "tensor", "layer"]  # None: llama.cpp's default
+    for row in df.itertuples():
+        mode = None if row.tensor_parallel == 1 else str(row.split_mode)
+        e = rp.estimate("llama-3.1-70b", "Q4_K_M", "rtx-3090", gen_tokens=128, tensor_parallel=row.tensor_parallel,
+                        split_mode=mode)
+        assert row.decode_tokens_per_s == e.decode_tokens_per_s and row.memory_total == e.memory_total
+    # tensor parallelism reads half the weights per card; the layer split one card's worth in turn
+    assert df.decode_tokens_per_s[4] > 1.6 * df.decode_tokens_per_s[3]
+    chunks = pd.concat(rp.sweep_chunks(split_mode=["layer", "tensor", None], chunk_rows=2, **kw), ignore_index=True)
+    pd.testing.assert_frame_equal(chunks, df, check_categorical=False)
+    pts = [dict(model="llama-3.1-70b", quant="Q4_K_M", device="rtx-3090", batch=1, prompt_tokens=512, gen_tokens=128,
+                tensor_parallel=2, split_mode=m) for m in ("tensor", None, "layer")]
+    by_points = rp.sweep(points=pts)
+    assert list(by_points.split_mode) == ["tensor", "layer", "layer"]
+    assert list(by_points.decode_tokens_per_s) == [df.decode_tokens_per_s[4], df.decode_tokens_per_s[3],
+                                                   df.decode_tokens_per_s[3]]
+    assert list(rp.sweep(points=pts[1:2], split_mode="tensor").split_mode) == ["layer"]  # the column wins
+    assert list(rp.sweep(points=[{k: v for k, v in pts[0].items() if k != "split_mode"}],
+                         split_mode="tensor").split_mode) == ["tensor"]  # the argument is the column's default
+    with pytest.raises(ValueError, match="with points=, split_mode is one value"):
+        rp.sweep(points=pts, split_mode=["layer", "tensor"])
+    with pytest.raises(ValueError, match=r"split_mode rows: split_mode must be \"layer\", \"tensor\""):
+        rp.sweep(split_mode=["layer", "rows"], **kw)
+
+
 def test_sweep_split_errors_are_clear_or_skipped():
     kw = dict(models=["llama-3.1-8b"], quants=["bf16"], devices=["h100-sxm"], engine=["llama.cpp", "vllm"],
               tensor_parallel=2, split_mode="layer")
@@ -112,6 +144,11 @@ def test_cli_sweep_split_mode(capsys):
     assert main(["sweep", "-m", "llama-3.1-8b", "-q", "Q4_K_M", "-d", "rtx-3090", "-tp", "1,2", "-sm", "tensor"]) == 0
     out, _ = capsys.readouterr()
     assert "split_mode" in out and "tensor" in out
+    assert main(["sweep", "-m", "llama-3.1-8b", "-q", "Q4_K_M", "-d", "rtx-3090", "-tp", "2", "-sm", "layer,tensor",
+                 "--json"]) == 0
+    rows = json.loads(capsys.readouterr()[0])
+    rows = rows["rows"] if isinstance(rows, dict) else rows
+    assert [r["split_mode"] for r in rows] == ["layer", "tensor"]
 
 
 def test_the_interval_widens_beyond_the_devices_the_corpus_measured():

@@ -64,17 +64,17 @@ struct SweepAxes {
     std::vector<double> ubatch_tokens{0};   ///< prompt micro-batches (0: the engine's)
     std::vector<double> batch{1}, prompt_tokens{512}, gen_tokens{128};
     std::vector<double> context_tokens{0};  ///< tokens already cached before the prompt (llama-bench -d)
-    /// How every configuration of tensor_parallel > 1 spreads the model over its devices (PlanConfig::split_mode):
-    /// "" the engine's default, "layer" or "tensor". Not an axis: one value for the whole sweep.
-    std::string split_mode;
+    /// How a configuration of tensor_parallel > 1 spreads the model over its devices (PlanConfig::split_mode): ""
+    /// the engine's default, "layer" or "tensor". An axis: every configuration is estimated with each.
+    std::vector<std::string> split_modes{""};
 };
 
 /// An explicit list of points instead of the product: per point an index into each of the axes' configuration lists
-/// (models, quants, devices, engines, kv_dtypes, flash_attention, tensor_parallel, ubatch_tokens) and its own batch,
-/// prompt, generated and context tokens (the axes' batch / prompt / gen / context lists are not used). An empty
-/// ubatch or context column means index 0 / no context for every point.
+/// (models, quants, devices, engines, kv_dtypes, flash_attention, tensor_parallel, ubatch_tokens, split_modes) and its
+/// own batch, prompt, generated and context tokens (the axes' batch / prompt / gen / context lists are not used). An
+/// empty ubatch, split or context column means index 0 / index 0 / no context for every point.
 struct SweepPoints {
-    std::vector<std::uint32_t> model, quant, device, engine, kv_dtype, flash_attention, tensor_parallel, ubatch;
+    std::vector<std::uint32_t> model, quant, device, engine, kv_dtype, flash_attention, tensor_parallel, ubatch, split;
     std::vector<double> batch, prompt_tokens, gen_tokens, context_tokens;
 };
 
