@@ -62,19 +62,24 @@ std::vector<Deployment> cheapest_deployments(const DeploymentRequest& r) {
                 row.tpot_s = row.ttft_s = nan;
                 row.cost_per_hour = price * count;
                 row.cost_per_million_tokens = row.cost_per_million_tokens_at_capacity = nan;
+                const bool serving_engine = is_serving_engine(r.engine, dev);
+                if (serving_engine && !r.split_mode.empty() && r.split_mode != "tensor")
+                    throw InvalidArgument("cheapest deployments: engine '" + r.engine + "' serves a deployment split by "
+                                          "\"tensor\" (tensor parallelism), got split_mode \"" + r.split_mode + "\"");
                 try {
                     // the smallest load (batch, or clients under a serving engine) reaching a rate within the
                     // latency targets, with the capacity within them; replicas when one copy falls short
                     std::function<Found(double)> search;
                     std::optional<EstimatePlan> plan;
                     std::optional<ServingPlan> serving;
-                    if (is_serving_engine(r.engine, dev)) {  // continuous batching: clients, not a static batch
+                    if (serving_engine) {  // continuous batching: clients, not a static batch
                         ServingConfig sc;
                         sc.quant = q;
                         sc.engine = r.engine;
                         sc.kv_dtype = r.kv_dtype;
                         sc.parallel.tensor = count;
                         serving.emplace(*r.model, dev, sc);
+                        row.split_mode = count > 1 ? "tensor" : "none";
                         search = [&](double rate) {
                             const ServingThroughputAnswer x = min_concurrency_for_throughput(*serving, r.prompt_tokens, r.gen_tokens, rate, r.tpot_s, r.ttft_s);
                             return Found{x.feasible, x.capacity.feasible, x.capacity.at.output_tokens_per_s, x.concurrency,
@@ -83,7 +88,9 @@ std::vector<Deployment> cheapest_deployments(const DeploymentRequest& r) {
                     } else {
                         PlanConfig pc{q, r.kv_dtype, r.flash_attention, r.engine, count};
                         pc.flash_attention_from_engine = r.flash_attention_from_engine;
+                        pc.split_mode = r.split_mode;
                         plan.emplace(*r.model, dev, pc);
+                        row.split_mode = plan->config().split_mode;
                         search = [&](double rate) {
                             const ThroughputAnswer x = min_batch_for_throughput(*plan, r.prompt_tokens, r.gen_tokens, rate, r.tpot_s, r.ttft_s);
                             return Found{x.feasible, x.capacity.feasible, x.capacity.at.decode_tokens_per_s_total, x.batch,

@@ -576,14 +576,15 @@ def max_batch(model: Any, quant: str, device: Any, tpot_ms: Optional[float] = No
 def cheapest(model: Any, target_tokens_per_s: float, price_per_hour: Mapping[str, float], devices: Any = None,
              quant: Any = "Q4_K_M", counts: Optional[Sequence[int]] = None, prompt_tokens: int = 512,
              gen_tokens: int = 128, tpot_ms: Optional[float] = None, ttft_ms: Optional[float] = None,
-             kv_dtype: str = "f16", flash_attention: Optional[bool] = None, engine: str = "llama.cpp", replicas: bool = False
-             ) -> pd.DataFrame:
+             kv_dtype: str = "f16", flash_attention: Optional[bool] = None, engine: str = "llama.cpp", replicas: bool = False,
+             split_mode: Optional[str] = None) -> pd.DataFrame:
     """Deployments of ``model`` that serve ``target_tokens_per_s`` generated tokens per second, cheapest first.
 
-    A deployment is ``count`` devices of one kind running one copy of the model split over all of them the engine's
-    way (its default ``split_mode``, as :func:`estimate`: llama.cpp by layers, the serving engines by tensor
-    parallelism, where ``count`` must divide the attention heads and KV heads; more than one device needs an
-    interconnect in the device's data), for each device, count and quantization given. Assumptions:
+    A deployment is ``count`` devices of one kind running one copy of the model split over all of them as
+    ``split_mode`` says (as :func:`estimate`; None: the engine's default, llama.cpp by layers, the serving engines by
+    tensor parallelism, where ``count`` must divide the attention heads and KV heads; more than one device needs an
+    interconnect in the device's data; the ``split_mode`` column says which ran), for each device, count and
+    quantization given. Assumptions:
 
     - throughput is the aggregate decode rate (``decode_tokens_per_s_total``) of a batch of sequences of
       ``prompt_tokens`` + ``gen_tokens``, at the smallest batch that reaches the target; the batch must fit in
@@ -623,14 +624,16 @@ def cheapest(model: Any, target_tokens_per_s: float, price_per_hour: Mapping[str
     count_list = [_tp(c) for c in _list(counts, "counts")] if counts is not None else []
     tpot_s, ttft_s = _ms(tpot_ms, "tpot_ms"), _ms(ttft_ms, "ttft_ms")
     quants = _unique([str(x) for x in _list(quant, "quant")], lambda x: x)
+    split = "" if split_mode is None else _v.text(split_mode, "split_mode", "cheapest")
     rows = _core.cheapest_deployments(m._core, [d._core for d in devs], [prices[d.id] for d in devs], quants,
                                       count_list, float(prompt_tokens), float(gen_tokens), target, tpot_s, ttft_s,
                                       kv_dtype, _v.optional_flag(flash_attention, "flash_attention", "cheapest"), engine,
-                                      bool(replicas))
-    columns = ["device", "count", "quant", "feasible", "batch", "replicas", "tokens_per_s", "capacity_tokens_per_s",
+                                      bool(replicas), split)
+    columns = ["device", "count", "split_mode", "quant", "feasible", "batch", "replicas", "tokens_per_s", "capacity_tokens_per_s",
                "tpot_ms", "ttft_ms", "cost_per_hour", "cost_per_million_tokens", "cost_per_million_tokens_at_capacity",
                "reason"]
-    return pd.DataFrame([{"device": r.device, "count": r.count, "quant": r.quant, "feasible": r.feasible,
+    return pd.DataFrame([{"device": r.device, "count": r.count, "split_mode": r.split_mode, "quant": r.quant,
+                          "feasible": r.feasible,
                           "batch": int(r.batch), "replicas": r.replicas, "tokens_per_s": r.tokens_per_s,
                           "capacity_tokens_per_s": r.capacity_tokens_per_s,
                           "tpot_ms": r.tpot_s * 1e3, "ttft_ms": r.ttft_s * 1e3,  # unit conversion only

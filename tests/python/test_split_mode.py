@@ -174,3 +174,21 @@ def test_max_batch_splits_as_estimate_does():
     with pytest.raises(ValueError, match='engine \'vllm\' serves a deployment split by "tensor"'):
         rp.max_batch("llama-3.1-8b", "bf16", "h100-sxm", tpot_ms=50, engine="vllm", tensor_parallel=2,
                      split_mode="layer")
+
+
+def test_cheapest_splits_as_asked_and_says_which_split_each_deployment_ran():
+    kw = dict(model="llama-3.1-70b", quant="Q4_K_M", target_tokens_per_s=20, devices=["rtx-3090"],
+              price_per_hour={"rtx-3090": 0.3}, counts=[1, 2, 4])
+    by = {m: rp.cheapest(split_mode=m, **kw).set_index("count") for m in (None, "layer", "tensor")}
+    assert list(by[None].columns[:3]) == ["device", "split_mode", "quant"]
+    assert by[None].split_mode.to_dict() == {1: "none", 2: "layer", 4: "layer"}  # llama.cpp's default
+    assert by["tensor"].split_mode.to_dict() == {1: "none", 2: "tensor", 4: "tensor"}
+    # one copy on two cards: by layers about one card's speed, by tensor parallelism nearly twice it
+    layer, tensor = by["layer"].loc[2], by["tensor"].loc[2]
+    assert tensor.capacity_tokens_per_s > 1.5 * layer.capacity_tokens_per_s
+    pd.testing.assert_frame_equal(by[None], by["layer"])
+    with pytest.raises(ValueError, match=r"engine 'vllm' serves a deployment split by \"tensor\""):
+        rp.cheapest(model="llama-3.1-8b", quant="bf16", target_tokens_per_s=100, devices=["h100-sxm"],
+                    price_per_hour={"h100-sxm": 2.0}, engine="vllm", split_mode="layer")
+    with pytest.raises(TypeError, match="split_mode must be a str"):
+        rp.cheapest(split_mode=2, **kw)

@@ -24,13 +24,17 @@ struct DeploymentRequest {
     bool flash_attention = false;
     bool flash_attention_from_engine = false;  ///< ignore flash_attention: the engine's default (PlanConfig)
     std::string engine = "llama.cpp";
+    /// How `count` devices share one copy (PlanConfig::split_mode): "" the engine's default, "layer" or "tensor"; a
+    /// serving engine's deployment is tensor parallel ("" or "tensor")
+    std::string split_mode;
     bool replicas = false;                ///< run several copies (data parallel) when one cannot reach the target
 };
 
-/// One candidate: `count` devices running one copy of the model with tensor parallelism over all of them (× replicas).
+/// One candidate: `count` devices running one copy of the model split over all of them (× replicas).
 struct Deployment {
     std::string device, quant;
     int count = 1;
+    std::string split_mode;               ///< the split it ran: "none" (one device), "layer" or "tensor" ("" unknown)
     bool feasible = false;
     double batch = 0;                     ///< sequences decoded together per copy, the smallest reaching the target
     int replicas = 0;
@@ -49,7 +53,8 @@ struct Deployment {
 /// prefill chunks). Otherwise throughput is the aggregate decode rate
 /// (decode_tokens_per_s_total) of a batch of sequences of prompt + gen tokens at the smallest batch that reaches the
 /// target while fitting in memory and meeting the latency targets (min_batch_for_throughput); prefill time is not
-/// charged against the rate. With `replicas`, a deployment whose capacity is below the target runs
+/// charged against the rate. A serving engine's candidates are tensor parallel; a `split_mode` other than "" or "tensor"
+/// with one is an InvalidArgument. With `replicas`, a deployment whose capacity is below the target runs
 /// ceil(target / capacity) copies, each serving an equal share. Devices are billed by the hour whether busy or not.
 /// Rows: feasible first by cost per million tokens (ties: more capacity first, then input order), then the
 /// infeasible ones with the reason. Throws InvalidArgument for a bad request (no model, prices not one per device, a

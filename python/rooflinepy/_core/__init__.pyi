@@ -1072,6 +1072,11 @@ class Deployment:
     def replicas(self) -> int:
         ...
     @property
+    def split_mode(self) -> str:
+        """
+        the split it ran: none, layer or tensor
+        """
+    @property
     def tokens_per_s(self) -> float:
         ...
     @property
@@ -1387,7 +1392,7 @@ def calibrate_efficiency(device: Device, points: collections.abc.Sequence[tuple[
     """
     flash_attention: None for the engine's default; points: (model, quant, batch, prompt_tokens, gen_tokens, tokens_per_s, label); returns (device, FitReport)
     """
-def cheapest_deployments(model: Model, devices: collections.abc.Sequence[Device], price_per_hour: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], quants: collections.abc.Sequence[str], counts: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], prompt_tokens: typing.SupportsFloat | typing.SupportsIndex, gen_tokens: typing.SupportsFloat | typing.SupportsIndex, target_tokens_per_s: typing.SupportsFloat | typing.SupportsIndex, tpot_s: typing.SupportsFloat | typing.SupportsIndex, ttft_s: typing.SupportsFloat | typing.SupportsIndex, kv_dtype: str, flash_attention: bool | None, engine: str, replicas: bool) -> list[Deployment]:
+def cheapest_deployments(model: Model, devices: collections.abc.Sequence[Device], price_per_hour: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], quants: collections.abc.Sequence[str], counts: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], prompt_tokens: typing.SupportsFloat | typing.SupportsIndex, gen_tokens: typing.SupportsFloat | typing.SupportsIndex, target_tokens_per_s: typing.SupportsFloat | typing.SupportsIndex, tpot_s: typing.SupportsFloat | typing.SupportsIndex, ttft_s: typing.SupportsFloat | typing.SupportsIndex, kv_dtype: str, flash_attention: bool | None, engine: str, replicas: bool, split_mode: str = '') -> list[Deployment]:
     """
     Every (device, count, quant) candidate serving the target, cheapest first (deployment.hpp)
     """
