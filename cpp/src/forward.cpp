@@ -96,7 +96,11 @@ std::vector<LinearPath> linear_paths(const Format& f, const PhaseOptions& opt) {
         p.efficiency = k.efficiency;
         p.tiles_per_unit = k.tiles_per_unit;
         p.split_k = k.split_k;
-        for (const auto& entry : k.by_family) p.by_family.emplace_back(entry.first, k.occupancy_on(entry.first));
+        if (!k.by_family.empty()) {
+            auto families = std::make_shared<LinearPath::FamilyOccupancies>();
+            for (const auto& entry : k.by_family) families->emplace_back(entry.first, k.occupancy_on(entry.first));
+            p.by_family = std::move(families);
+        }
         p.alu_ops_per_mac = k.alu_ops_for(f);
         p.alu_format = k.alu_format;
         p.alu_on_issue = k.alu_on_issue;
