@@ -509,9 +509,9 @@ OpCost moe_path_gemm(const OpSlot& s, const PhaseOptions& options, double rows, 
     return op;
 }
 
-ops::TileUse moe_tile_use(const OpSlot& s, const PhaseOptions& options, double routed, double active, const LinearPath& p) {
+ops::TileUse moe_tile_use(const OpSlot& s, const PhaseOptions& options, double routed, double active, const LinearPath& p,
+                          const KernelOccupancy& o) {
     if (p.unit != Unit::matrix) return {};
-    const KernelOccupancy o = p.occupancy_on(options.device_family);
     // a kernel tiling the batch's tokens picks its tile for them: the routed rows over top_k
     const double tile_rows = p.moe_tile_from_batch && s.top_k > 0 ? routed / s.top_k : 0.0;
     ops::TileUse u = ops::moe_gemm_tile_use(routed, active, s.n, p.tile_m, p.tile_n, options.compute_units * o.tiles_per_unit,
@@ -532,9 +532,9 @@ double alu_tile_factor(const LinearPath& p, const ops::TileUse& u) {
     return (p.alu_weight_share * p.tile_m / u.rows + 1 - p.alu_weight_share) / u.fill;
 }
 
-ops::TileUse linear_tile_use(const OpSlot& s, const PhaseOptions& options, double rows, const LinearPath& p) {
+ops::TileUse linear_tile_use(const OpSlot& s, const PhaseOptions& options, double rows, const LinearPath& p,
+                             const KernelOccupancy& o) {
     if (p.unit != Unit::matrix) return {};
-    const KernelOccupancy o = p.occupancy_on(options.device_family);
     ops::TileUse u = ops::gemm_tile_use(rows, s.n * s.groups, p.tile_m, p.tile_n, options.compute_units * o.tiles_per_unit,
                                         o.stream_k, o.split_k, p.row_tile_step);
     u.busy *= o.efficiency;

@@ -202,10 +202,10 @@ struct UtilCache {
     UtilCache() { rows.fill(-1); }
     ops::TileUse get(const PlanSlot& s, const PlanSlot::Path& p, std::size_t path, const PhaseOptions& options, double r) {
         const LinearPath& lp = s.op->paths[path];
-        if (p.group >= kGroups) return linear_tile_use(*s.op, options, r, lp);
+        if (p.group >= kGroups) return linear_tile_use(*s.op, options, r, lp, p.occupancy);
         if (rows[p.group] != r) {
             rows[p.group] = r;
-            use[p.group] = linear_tile_use(*s.op, options, r, lp);
+            use[p.group] = linear_tile_use(*s.op, options, r, lp, p.occupancy);
         }
         return use[p.group];
     }
@@ -232,7 +232,8 @@ inline double moe_path_times(OpTimes& t, const PlanSlot& s, std::size_t k, const
                              double active) {
     const PlanSlot::Path& p = s.paths[k];
     set_affine(t, p.base, routed, p.per_row, active, p.pass);
-    return p.matrix ? use_tiles(t, s.op->paths[k], moe_tile_use(*s.op, options, routed, active, s.op->paths[k]), p.per_row, routed)
+    return p.matrix ? use_tiles(t, s.op->paths[k], moe_tile_use(*s.op, options, routed, active, s.op->paths[k], p.occupancy),
+                                p.per_row, routed)
                     : 1.0;
 }
 
@@ -591,6 +592,7 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
             path.max_rows = lp.runs(dev.family, op.experts) ? lp.max_rows : -std::numeric_limits<double>::infinity();
             path.matrix = lp.unit == Unit::matrix;
             path.compute = lp.compute;
+            if (path.matrix) path.occupancy = lp.occupancy_on(dev.family);
             for (const auto& [from, to] : retag)
                 if (path.matrix && lp.compute == from) path.compute = to;
             return path;
@@ -598,11 +600,10 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
         // the probes count a kernel's ALU work as compiled for the architecture it was counted on (the structure
         // knows no device); this family's alu_ops_scale applies here. A matrix path's vector seconds per row are
         // that work alone (the loader allows the scale on matrix kernels only), so scaling them is exact.
-        auto scale_alu = [&dev](OpTimes& per_row, const LinearPath& lp) {
-            if (lp.unit != Unit::matrix) return;
-            const double f = lp.occupancy_on(dev.family).alu_ops_scale;
-            per_row.derated.vector_s *= f;
-            per_row.ideal.vector_s *= f;
+        auto scale_alu = [](OpTimes& per_row, const PlanSlot::Path& path) {
+            if (!path.matrix) return;
+            per_row.derated.vector_s *= path.occupancy.alu_ops_scale;
+            per_row.ideal.vector_s *= path.occupancy.alu_ops_scale;
         };
         switch (op.kind) {
             case SlotKind::rows:
@@ -652,12 +653,12 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
                     path.dequant_every_rows = linear_extra_dequant_passes(op, lp, 2 * lp.dequant_every_rows) > 0 ? lp.dequant_every_rows : 0.0;
                     path.base = times(3 * i);
                     path.per_row = times(3 * i + 1) - path.base;
-                    scale_alu(path.per_row, lp);
+                    scale_alu(path.per_row, path);
                     if (!p[3 * i + 2].flop_terms.empty()) path.pass = times(3 * i + 2);
                     // the utilization group: matrix paths with the same output features, tile and rows
                     std::uint32_t g = 0;
                     if (lp.unit == Unit::matrix) {
-                        const KernelOccupancy o = lp.occupancy_on(dev.family);
+                        const KernelOccupancy& o = path.occupancy;
                         const std::array<double, 9> key{op.n * op.groups, op.per_sequence ? 1.0 : 0.0, lp.tile_m, lp.tile_n,
                                                         o.stream_k ? 1.0 : 0.0, o.efficiency, o.tiles_per_unit,
                                                         o.split_k ? 1.0 : 0.0, lp.row_tile_step};
@@ -680,7 +681,7 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
                         const OpTimes t1 = times(3 * i + 1), t2 = times(3 * i + 2);
                         path.per_row = t2 - t1;
                         path.pass = (t1 - path.base) - path.per_row;
-                        scale_alu(path.per_row, op.paths[i]);
+                        scale_alu(path.per_row, path);
                     }
                     s.paths.push_back(path);
                 }

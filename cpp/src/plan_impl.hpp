@@ -170,6 +170,7 @@ struct PlanSlot {
         bool matrix = false;            // on matrix units: its matrix compute is divided by a utilization
         DType compute = DType::fp16;    // the format its multiply-adds run in here (LinearPath's, or its fallback)
         std::uint32_t group = 0;  // matrix paths with the same output features, tile and rows share a utilization
+        KernelOccupancy occupancy;  // matrix paths: the kernel's occupancy on this device's family, resolved once
     };
     const OpSlot* op = nullptr;  // in the plan's structure
     std::uint32_t name = 0;

@@ -223,8 +223,14 @@ OpCost linear_gemm(const OpSlot& slot, const PhaseOptions& options, double rows,
 /// p's launches per MoE call.
 OpCost moe_path_gemm(const OpSlot& slot, const PhaseOptions& options, double rows, const LinearPath& p, double alu_factor = 1);
 /// How a moe slot's path uses its tiles with `routed` rows over `active` experts (ops::moe_gemm_tile_use on p's
-/// tiles and occupancy, its efficiency in `busy`); {1, 1} on vector units.
-ops::TileUse moe_tile_use(const OpSlot& slot, const PhaseOptions& options, double routed, double active, const LinearPath& p);
+/// tiles and occupancy `o`, its efficiency in `busy`); {1, 1} on vector units. Without `o`: p's on the options'
+/// device family (a plan resolves it once per device).
+ops::TileUse moe_tile_use(const OpSlot& slot, const PhaseOptions& options, double routed, double active, const LinearPath& p,
+                          const KernelOccupancy& o);
+inline ops::TileUse moe_tile_use(const OpSlot& slot, const PhaseOptions& options, double routed, double active,
+                                 const LinearPath& p) {
+    return moe_tile_use(slot, options, routed, active, p, p.occupancy_on(options.device_family));
+}
 /// A linear slot's weights dequantized once more (vector FLOPs): what each further block of rows costs a kernel
 /// that dequantizes per block (LinearPath::dequant_every_rows > 0).
 OpCost linear_dequant_pass(const OpSlot& slot, const LinearPath& p);
@@ -233,9 +239,14 @@ inline double linear_extra_dequant_passes(const OpSlot& slot, const LinearPath& 
     if (p.dequant_every_rows > 0 && slot.format.dequant_flops_per_element > 0) return std::ceil(rows / p.dequant_every_rows) - 1;
     return 0;
 }
-/// How path `p` uses its tiles at `rows` rows: ops::gemm_tile_use, the kernel's efficiency in `busy`; {1, 1} on
-/// vector units.
-ops::TileUse linear_tile_use(const OpSlot& slot, const PhaseOptions& options, double rows, const LinearPath& p);
+/// How path `p` uses its tiles at `rows` rows under occupancy `o`: ops::gemm_tile_use, the kernel's efficiency in
+/// `busy`; {1, 1} on vector units. Without `o`: p's on the options' device family (a plan resolves it once per
+/// device).
+ops::TileUse linear_tile_use(const OpSlot& slot, const PhaseOptions& options, double rows, const LinearPath& p,
+                             const KernelOccupancy& o);
+inline ops::TileUse linear_tile_use(const OpSlot& slot, const PhaseOptions& options, double rows, const LinearPath& p) {
+    return linear_tile_use(slot, options, rows, p, p.occupancy_on(options.device_family));
+}
 /// The ALU work per useful multiply-add of path `p` under tile use `u`, relative to alu_ops_per_mac (counted in full
 /// tiles of tile_m rows): × (alu_weight_share × tile_m / u.rows + 1 − alu_weight_share), a smaller tile unpacking its
 /// weights for fewer rows; ÷ u.fill, a tile's unpacking and scaling running for its padded rows too (its weights'
