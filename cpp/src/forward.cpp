@@ -96,11 +96,7 @@ std::vector<LinearPath> linear_paths(const Format& f, const PhaseOptions& opt) {
         p.efficiency = k.efficiency;
         p.tiles_per_unit = k.tiles_per_unit;
         p.split_k = k.split_k;
-        if (!k.by_family.empty()) {
-            auto families = std::make_shared<LinearPath::FamilyOccupancies>();
-            for (const auto& entry : k.by_family) families->emplace_back(entry.first, k.occupancy_on(entry.first));
-            p.by_family = std::move(families);
-        }
+        if (!k.by_family.empty()) p.family_kernel = std::shared_ptr<const LinearKernel>(opt.linear_kernels, kp);
         p.alu_ops_per_mac = k.alu_ops_for(f);
         p.alu_format = k.alu_format;
         p.alu_on_issue = k.alu_on_issue;

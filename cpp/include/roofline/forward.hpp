@@ -118,15 +118,12 @@ struct LinearPath {
     double efficiency = 1;          ///< LinearKernel::efficiency: divides the matrix compute with the tile utilization
     double tiles_per_unit = 1;      ///< LinearKernel::tiles_per_unit
     bool split_k = true;            ///< LinearKernel::split_k
-    using FamilyOccupancies = std::vector<std::pair<std::string, KernelOccupancy>>;
-    /// LinearKernel::by_family, each family's occupancy whole; null where the kernel has none. Shared: paths are
-    /// copied with every slot that takes them, the families' names need not be.
-    std::shared_ptr<const FamilyOccupancies> by_family;
-    /// The occupancy on a device of `family`: by_family's entry, else the values above (ALU work unscaled).
+    /// The kernel it was made from where that kernel has per-family values (LinearKernel::by_family; null where it
+    /// has none): shared with the engine's kernel list, so that copying a path copies no family names
+    std::shared_ptr<const LinearKernel> family_kernel;
+    /// The occupancy on a device of `family`: the kernel's family entry, else the values above (ALU work unscaled).
     KernelOccupancy occupancy_on(const std::string& family) const {
-        if (by_family)
-            for (const auto& [f, o] : *by_family)
-                if (f == family) return o;
+        if (family_kernel && family_kernel->by_family.count(family)) return family_kernel->occupancy_on(family);
         return {efficiency, tiles_per_unit, split_k, stream_k, 1.0};
     }
     double alu_ops_per_mac = 0;     ///< LinearKernel::alu_ops_per_mac, on alu_format lanes
@@ -141,11 +138,21 @@ struct LinearPath {
     double max_experts = std::numeric_limits<double>::infinity();  ///< LinearKernel::max_experts
     /// Whether it runs a layer of `experts` experts (0: dense) on a device of `family`.
     bool runs(const std::string& family, double experts) const { return kernel_runs(families, max_experts, family, experts); }
+    /// Whether `o` has the same per-family occupancies (the same families, each the same values).
+    bool same_families(const LinearPath& o) const {
+        if (family_kernel == o.family_kernel) return true;
+        if (!family_kernel || !o.family_kernel || family_kernel->by_family.size() != o.family_kernel->by_family.size())
+            return false;
+        for (const auto& entry : family_kernel->by_family)
+            if (!o.family_kernel->by_family.count(entry.first) || !(occupancy_on(entry.first) == o.occupancy_on(entry.first)))
+                return false;
+        return true;
+    }
     bool operator==(const LinearPath& o) const {
         return max_rows == o.max_rows && unit == o.unit && compute == o.compute && tile_m == o.tile_m &&
                tile_n == o.tile_n && stream_k == o.stream_k && moe_tile_from_batch == o.moe_tile_from_batch && row_tile_step == o.row_tile_step && dequant_every_rows == o.dequant_every_rows && dequant_overlapped == o.dequant_overlapped &&
                efficiency == o.efficiency && tiles_per_unit == o.tiles_per_unit && split_k == o.split_k &&
-               (by_family == o.by_family || (by_family && o.by_family && *by_family == *o.by_family)) && alu_ops_per_mac == o.alu_ops_per_mac && alu_format == o.alu_format && alu_on_issue == o.alu_on_issue && alu_weight_share == o.alu_weight_share &&
+               same_families(o) && alu_ops_per_mac == o.alu_ops_per_mac && alu_format == o.alu_format && alu_on_issue == o.alu_on_issue && alu_weight_share == o.alu_weight_share &&
                launches == o.launches && moe_launches == o.moe_launches && has_fallback == o.has_fallback && fallback == o.fallback && families == o.families &&
                max_experts == o.max_experts;
     }
