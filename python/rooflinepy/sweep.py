@@ -114,12 +114,15 @@ def _flag(v: Any, what: str) -> int:
                                             allowed="True, False or None (the engine's default)"))
 
 
-def _split_name(v: Any) -> str:
-    """A split_mode value as the core takes it: None (or a points table's missing value) as "", the engine's
-    default; else its text (the core names the splits an engine allows)."""
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return ""
-    return _v.text(v, "split_mode", "sweep")
+def _split_name(v: Any, where: str) -> str:
+    """A split_mode value as the core takes it: None as "", the engine's default; else its text (the core names the
+    splits an engine allows)."""
+    return "" if v is None else _v.text(v, "split_mode", where)
+
+
+def _sweep_split(v: Any) -> str:
+    """A sweep's split_mode value: a points table's missing value (NaN) as None, then _split_name."""
+    return _split_name(None if isinstance(v, float) and math.isnan(v) else v, "sweep")
 
 
 def _engine_name(name: str) -> str:
@@ -267,7 +270,7 @@ class _Grid:
                  kv_dtype: Any, flash_attention: Any, engine: Any, tensor_parallel: Any, context_tokens: Any,
                  ubatch_tokens: Any, points: Any, split_mode: Any = None) -> None:
         self.point_frame: Any = None
-        self.s = [_split_name(x) for x in _list(split_mode, "split_mode")]
+        self.s = [_sweep_split(x) for x in _list(split_mode, "split_mode")]
         if points is not None:
             if len(self.s) != 1:
                 raise ValueError("sweep: with points=, split_mode is one value (the default of the points' split_mode "
@@ -456,7 +459,7 @@ def _sweep_points(points: Any, kv_dtype: Any, flash_attention: Any, engine: Any,
            "flash": _each_once(lambda f: _flag(f, "flash_attention"), column("flash_attention", flash_attention)),
            "tp": column("tensor_parallel", tensor_parallel),
            "ubatch": [0.0 if x is None else float(x) for x in column("ubatch_tokens", ubatch_tokens)],
-           "split": _each_once(_split_name, column("split_mode", split_mode)),
+           "split": _each_once(_sweep_split, column("split_mode", split_mode)),
            "context": column("context_tokens", context_tokens)}
     # distinct values per axis, and each point's index into them
     def codes(values: List[T]) -> Tuple[List[T], List[int]]:
@@ -556,7 +559,7 @@ def max_batch(model: Any, quant: str, device: Any, tpot_ms: Optional[float] = No
     ``split_mode`` says (as in :func:`estimate`; None: the engine's default; a serving engine's deployment is tensor
     parallel)."""
     tpot_s, ttft_s = _ms(tpot_ms, "tpot_ms"), _ms(ttft_ms, "ttft_ms")
-    split = "" if split_mode is None else _v.text(split_mode, "split_mode", "max_batch")
+    split = _split_name(split_mode, "max_batch")
     flash_attention = _v.optional_flag(flash_attention, "flash_attention", "max_batch")
     m, dev = _model(model), _device(device)
     if _core.is_serving_engine(engine, dev._core):  # continuous batching: the most clients within the targets
@@ -624,7 +627,7 @@ def cheapest(model: Any, target_tokens_per_s: float, price_per_hour: Mapping[str
     count_list = [_tp(c) for c in _list(counts, "counts")] if counts is not None else []
     tpot_s, ttft_s = _ms(tpot_ms, "tpot_ms"), _ms(ttft_ms, "ttft_ms")
     quants = _unique([str(x) for x in _list(quant, "quant")], lambda x: x)
-    split = "" if split_mode is None else _v.text(split_mode, "split_mode", "cheapest")
+    split = _split_name(split_mode, "cheapest")
     rows = _core.cheapest_deployments(m._core, [d._core for d in devs], [prices[d.id] for d in devs], quants,
                                       count_list, float(prompt_tokens), float(gen_tokens), target, tpot_s, ttft_s,
                                       kv_dtype, _v.optional_flag(flash_attention, "flash_attention", "cheapest"), engine,
