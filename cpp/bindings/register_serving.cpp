@@ -37,8 +37,13 @@ void register_serving(py::module_& m) {
         py::arg("engine"), py::arg("device"), py::arg("devices"), py::arg("message_bytes"), py::arg("hidden") = 0.0,
         "One all-reduce of message_bytes per rank over `devices` ranks as the engine runs it (serving.hpp): seconds, "
         "ideal_seconds, way");
-    m.def("is_serving_engine", &is_serving_engine, py::arg("engine"), py::arg("device"),
-          "Whether the engine has continuous batching in engine_db on the device's backend");
+    m.def("is_serving_engine", py::overload_cast<std::string_view, const Device&>(&is_serving_engine), py::arg("engine"),
+          py::arg("device"), "Whether the engine has continuous batching in engine_db on the device's backend");
+    m.def("is_serving_engine",
+          py::overload_cast<std::string_view, const Device&, std::string_view, std::string_view>(&is_serving_engine),
+          py::arg("engine"), py::arg("device"), py::arg("split_mode"), py::arg("where"),
+          "is_serving_engine; for a serving engine a split_mode other than '' or 'tensor' raises ValueError naming "
+          "`where` (its deployments are tensor parallel)");
     m.def(
         "max_concurrency_for_latency",
         [](const ServingPlan& plan, double prompt_tokens, double gen_tokens, double tpot_s, double ttft_s) {

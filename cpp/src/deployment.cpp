@@ -62,10 +62,7 @@ std::vector<Deployment> cheapest_deployments(const DeploymentRequest& r) {
                 row.tpot_s = row.ttft_s = nan;
                 row.cost_per_hour = price * count;
                 row.cost_per_million_tokens = row.cost_per_million_tokens_at_capacity = nan;
-                const bool serving_engine = is_serving_engine(r.engine, dev);
-                if (serving_engine && !r.split_mode.empty() && r.split_mode != "tensor")
-                    throw InvalidArgument("cheapest deployments: engine '" + r.engine + "' serves a deployment split by "
-                                          "\"tensor\" (tensor parallelism), got split_mode \"" + r.split_mode + "\"");
+                const bool serving_engine = is_serving_engine(r.engine, dev, r.split_mode, "cheapest deployments");
                 try {
                     // the smallest load (batch, or clients under a serving engine) reaching a rate within the
                     // latency targets, with the capacity within them; replicas when one copy falls short

@@ -829,6 +829,16 @@ bool is_serving_engine(std::string_view engine_name, const Device& device) {
     return e->on(device).serving.defined;
 }
 
+bool is_serving_engine(std::string_view engine_name, const Device& device, std::string_view split_mode,
+                       std::string_view where) {
+    if (!is_serving_engine(engine_name, device)) return false;
+    if (!split_mode.empty() && split_mode != "tensor")
+        throw InvalidArgument(std::string(where) + ": engine '" + std::string(engine_name) +
+                              "' serves a deployment split by \"tensor\" (tensor parallelism), got split_mode \"" +
+                              std::string(split_mode) + "\"");
+    return true;
+}
+
 ServingLatencyAnswer max_concurrency_for_latency(const ServingPlan& plan, double prompt, double gen, double tpot_s,
                                                  double ttft_s) {
     check_size("tpot_s", tpot_s);

@@ -562,12 +562,8 @@ def max_batch(model: Any, quant: str, device: Any, tpot_ms: Optional[float] = No
     split = _split_name(split_mode, "max_batch")
     flash_attention = _v.optional_flag(flash_attention, "flash_attention", "max_batch")
     m, dev = _model(model), _device(device)
-    if _core.is_serving_engine(engine, dev._core):  # continuous batching: the most clients within the targets
+    if _core.is_serving_engine(engine, dev._core, split, "max_batch"):  # continuous batching: the most clients
         from .serving import _plan as _serving_plan
-
-        if split not in ("", "tensor"):
-            raise ValueError(f"max_batch: engine '{engine}' serves a deployment split by \"tensor\" (its "
-                             f"tensor_parallel), got split_mode {split!r}")
 
         par = _core.Parallelism(int(tensor_parallel), 1, 1, False)
         sp = _serving_plan(m, dev, quant, engine, "" if kv_dtype == "f16" else kv_dtype, par, 0.0, 0.0, 0.0)

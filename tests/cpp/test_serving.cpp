@@ -145,6 +145,15 @@ TEST_CASE("ServingPlan refuses an engine without continuous batching, naming the
     CHECK(contains(m, "trt-llm"));
 }
 
+TEST_CASE("is_serving_engine with a split: a serving engine takes tensor parallelism or its default, nothing else") {
+    CHECK(is_serving_engine("vllm", dev("h100-sxm"), "", "here"));
+    CHECK(is_serving_engine("vllm", dev("h100-sxm"), "tensor", "here"));
+    CHECK_FALSE(is_serving_engine("llama.cpp", dev("h100-sxm"), "layer", "here"));  // not a serving engine: no rule
+    const std::string m = invalid_message([] { is_serving_engine("vllm", dev("h100-sxm"), "layer", "max_batch"); });
+    CHECK(contains(m, "max_batch: engine 'vllm' serves a deployment split by \"tensor\""));
+    CHECK(contains(m, "got split_mode \"layer\""));
+}
+
 TEST_CASE("serving evaluate: the offline steady state") {
     const ServingPlan plan(model("llama-3.1-8b"), dev("h100-sxm"), config());
     const ServingEstimate e = plan.estimate(load(1024, 1024));

@@ -184,5 +184,9 @@ ServingThroughputAnswer min_concurrency_for_throughput(const ServingPlan& plan, 
 
 /// Whether `engine_name` names a serving engine (continuous batching in engine_db) on `device`.
 bool is_serving_engine(std::string_view engine_name, const Device& device);
+/// is_serving_engine, holding a serving engine to its one split: its deployments are tensor parallel, so a
+/// `split_mode` other than "" (the engine's default) or "tensor" is an InvalidArgument that names `where`.
+bool is_serving_engine(std::string_view engine_name, const Device& device, std::string_view split_mode,
+                       std::string_view where);
 
 }  // namespace roofline

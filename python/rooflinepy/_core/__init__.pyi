@@ -1444,9 +1444,15 @@ def ggml_types() -> list:
     """
     GGML tensor types: id, name, block_size (elements), type_size (bytes per block), bits_per_element
     """
+@typing.overload
 def is_serving_engine(engine: str, device: Device) -> bool:
     """
     Whether the engine has continuous batching in engine_db on the device's backend
+    """
+@typing.overload
+def is_serving_engine(engine: str, device: Device, split_mode: str, where: str) -> bool:
+    """
+    is_serving_engine; for a serving engine a split_mode other than '' or 'tensor' raises ValueError naming `where` (its deployments are tensor parallel)
     """
 def kv_cache_bytes(model: Model, batch: typing.SupportsFloat | typing.SupportsIndex, context: typing.SupportsFloat | typing.SupportsIndex, kv_dtype: str = 'f16') -> float:
     """
