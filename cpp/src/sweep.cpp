@@ -291,6 +291,7 @@ Plans build_plans(const SweepAxes& a, const std::vector<Config>& configs, int th
     std::vector<Failure> backend_failures(nd * ne);
     std::vector<char> backend_ok(nd * ne, 0);
     std::vector<std::shared_ptr<const Device>> engine_devices(nd * ne);  // each device as each engine sees it
+    std::vector<std::shared_ptr<const Device>> layer_devices(nd * ne);   // ... under a layer split (pipeline stages)
     for (std::size_t d = 0; d < nd; ++d)
         for (std::size_t e = 0; e < ne; ++e) {
             if (!engines[e]) {
@@ -302,6 +303,9 @@ Plans build_plans(const SweepAxes& a, const std::vector<Config>& configs, int th
                 backend_of[d * ne + e] = static_cast<std::uint32_t>(
                     std::find(backend_names().begin(), backend_names().end(), b.backend) - backend_names().begin());
                 engine_devices[d * ne + e] = device_for_engine(*a.devices[d], b);
+                // a layer split's kernels cost the engine's more per launch: that device made once for it
+                layer_devices[d * ne + e] = b.layer_split_kernel_fixed_cost_add == 0 ? engine_devices[d * ne + e]
+                                                                                     : device_for_engine(*a.devices[d], b, true);
             });
         }
     // Structures (the device-independent part of a plan) per (model, quant, backend, engine, kv, flash, tp), then a
@@ -396,10 +400,9 @@ Plans build_plans(const SweepAxes& a, const std::vector<Config>& configs, int th
             return;
         }
         capture(out.failures[i], [&] { return describe(a, c); }, [&] {
-            // a layer split's kernels cost the engine's more per launch: that device made for it
             const bool layers = structures[k]->options.pipeline_stages > 1;
             out.plans[i] = std::make_unique<EstimatePlan>(std::make_shared<const EstimatePlan::Impl>(
-                layers ? device_for_engine(*a.devices[c[2]], *structures[k]) : engine_devices[de], structures[k]));
+                layers ? layer_devices[de] : engine_devices[de], structures[k]));
         });
     });
     if (cache)  // newest last: of more new plans than the cache holds, the last ones stay

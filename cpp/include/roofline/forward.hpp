@@ -121,10 +121,11 @@ struct LinearPath {
     /// The kernel it was made from where that kernel has per-family values (LinearKernel::by_family; null where it
     /// has none): shared with the engine's kernel list, so that copying a path copies no family names
     std::shared_ptr<const LinearKernel> family_kernel;
-    /// The occupancy on a device of `family`: the kernel's family entry, else the values above (ALU work unscaled).
+    /// The occupancy on a device of `family`: the kernel's family entry over its own values (the ones copied above),
+    /// else the values above (ALU work unscaled).
     KernelOccupancy occupancy_on(const std::string& family) const {
-        if (family_kernel && family_kernel->by_family.count(family)) return family_kernel->occupancy_on(family);
-        return {efficiency, tiles_per_unit, split_k, stream_k, 1.0};
+        return family_kernel ? family_kernel->occupancy_on(family)
+                             : KernelOccupancy{efficiency, tiles_per_unit, split_k, stream_k, 1.0};
     }
     double alu_ops_per_mac = 0;     ///< LinearKernel::alu_ops_per_mac, on alu_format lanes
     DType alu_format = DType::int32;
