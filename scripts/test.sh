@@ -26,10 +26,14 @@ echo "== Engine defaults: refit to the calibration corpus and compare with engin
 python3 calibration/fit_defaults.py --check
 echo "== Vulkan GEMM efficiency: derived again from its kernel microbenchmarks and compared with engine_db"
 python3 calibration/vulkan_mul_mat.py --check
+echo "== Residual checks: what one MMQ cost can reach; the Metal engines by chip generation (figures, not gates)"
+python3 calibration/residual_checks.py mmq-bound
+python3 calibration/residual_checks.py metal-generations
 
 echo "== Typed Python: generated files, mypy --strict, the README tour"
 python3 scripts/generate.py --check
-python3 -m mypy --strict python/rooflinepy examples/readme_tour.py calibration/fit_defaults.py calibration/vulkan_mul_mat.py
+python3 -m mypy --strict python/rooflinepy examples/readme_tour.py calibration/fit_defaults.py calibration/vulkan_mul_mat.py \
+  calibration/residual_checks.py
 (cd /tmp && python3 "$REPO/examples/readme_tour.py")
 
 # ---- notebooks (issue 5): execute every notebooks/*.ipynb top to bottom from a temp dir; any error fails ----
