@@ -11,7 +11,7 @@ namespace roofline::detail {
 namespace {
 std::string show(const nlohmann::json& v) {
     std::string s = v.dump();
-    if (s.size() > 60) s = s.substr(0, 57) + "...";
+    if (s.size() > 60) s.replace(57, std::string::npos, "...");
     return s;
 }
 }  // namespace

@@ -483,7 +483,7 @@ Model Model::from_hf_config(std::string_view json_text, std::string_view origin)
         const std::string o(origin);
         if (id.empty() && !o.empty() && o.front() != '<') {
             std::string file = last_part(o);
-            if (const auto dot = file.rfind('.'); dot != std::string::npos && dot > 0) file = file.substr(0, dot);
+            if (const auto dot = file.rfind('.'); dot != std::string::npos && dot > 0) file.resize(dot);
             if (file == "config") {  // .../<model>/config.json
                 const std::string dir = o.substr(0, o.find_last_of("/\\") == std::string::npos ? 0 : o.find_last_of("/\\"));
                 file = last_part(dir);

@@ -946,9 +946,7 @@ namespace {
 // position, as causal attention over a cache growing by a micro-batch each time is unless a re-read starts or stops
 // fitting in L2 between them.
 bool on_line(const OpTimes& t, const OpTimes& a, const OpTimes& d, double k) {
-    const double* x = &t.derated.matrix_s;
-    const double* x0 = &a.derated.matrix_s;
-    const double* dx = &d.derated.matrix_s;
+    const double *x = doubles(t), *x0 = doubles(a), *dx = doubles(d);
     for (std::size_t i = 0; i < kOpTimesDoubles; ++i) {
         const double want = x0[i] + k * dx[i];
         if (!(std::abs(x[i] - want) <= 1e-9 * std::max(std::abs(x[i]), std::abs(want)))) return false;  // NaN: off it

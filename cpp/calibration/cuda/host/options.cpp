@@ -62,7 +62,7 @@ Options parse_options(int argc, const char* const* argv) {
             const auto eq = a.find('=');
             if (eq != std::string::npos) {
                 value = a.substr(eq + 1);
-                a = a.substr(0, eq);
+                a.resize(eq);
                 has_inline_value = true;
             }
         }
