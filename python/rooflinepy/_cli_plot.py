@@ -85,6 +85,8 @@ def cmd_plot(args: argparse.Namespace) -> int:
         deps = [(d, par) for d in _names(args.devices) for par in [x for x in args.parallel.split(";") if x.strip()]]
         fig = rp.plot.serving(args.model, args.quant, deps, prompt_tokens=args.prompt, gen_tokens=args.gen,
                               concurrency=_ints(args.concurrency, "--concurrency"), engine=args.engine, x=args.x)
+    elif f == "validation":
+        fig = rp.plot.validation(args.fits)
     else:  # argparse restricts the choices
         raise ValueError(f"unknown figure '{f}'")
     _save(fig, args.output, args.dpi)
@@ -174,6 +176,12 @@ def add_plot_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]")
     p.add_argument("--context", default="128,2048", help="tokens in each sequence's cache, comma-separated")
     p.add_argument("--engine", default="cuda-graphs")
     p.add_argument("--dtype", default="fp16", help="format of the ridge point drawn (default fp16)")
+    common(p)
+    p = figs.add_parser("validation", help="estimated against measured tokens/s on the calibration corpus, with "
+                                          "leave-one-device-out and the pure roofline")
+    p.add_argument("--fit", dest="fits", action="append",
+                   help="an engine fit of tests/validation/fits.json by name, repeatable (default: all; "
+                        "rooflinepy validate lists them)")
     common(p)
     plot.set_defaults(func=cmd_plot)
 

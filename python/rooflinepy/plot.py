@@ -1,4 +1,4 @@
-"""Figures: rooflines, ridge-point shifts, tokens/s, attention IO, KV cache and batching.
+"""Figures: rooflines, ridge-point shifts, tokens/s, attention IO, KV cache, batching, serving and validation.
 
 Every function returns a :class:`matplotlib.figure.Figure` (save it with ``fig.savefig("x.png")``) and takes
 ``ax=``: one Axes to draw the main panel into, or, for the two-panel figures, a pair of Axes for both panels.
@@ -14,6 +14,7 @@ reader can check a figure against the core.
 from __future__ import annotations
 
 import json
+import math
 import sys
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union, overload
 
@@ -31,8 +32,8 @@ from .inference import Estimate, Model
 from .inference import estimate as _estimate
 from .inference import model as _model
 
-__all__ = ["roofline", "ridge_shift", "tokens_per_second", "attention_io", "kv_cache", "batching",
-           "attainable_flops"]
+__all__ = ["roofline", "ridge_shift", "tokens_per_second", "attention_io", "kv_cache", "batching", "serving",
+           "validation", "attainable_flops"]
 
 _LEVEL_STYLE = {"dram": "-", "l2": "--", "sram": ":"}
 _LEVEL_NAME = {"dram": "DRAM", "l2": "L2", "sram": "SRAM"}
@@ -907,4 +908,80 @@ def serving(model: Any, quant: str, deployments: Union[DeviceLike, Sequence[Any]
     a.grid(True, which="both", alpha=0.3)
     a.legend(fontsize=8, loc="lower right")
     _declutter(fig)
+    return _keep(fig, data)
+
+
+# ---- validation ------------------------------------------------------------------------------------------
+def validation(fits: Any = None, *, title: Optional[str] = None, ax: Any = None) -> Figure:
+    """Estimated against measured tokens/s on the calibration corpus: decode (left) and prefill (right), log-log.
+
+    Every point of each engine fit of ``tests/validation/fits.json`` (``fits``: a fit's name or a list of names;
+    default all, as ``rooflinepy validate`` lists them): the committed defaults' estimate (filled), the estimate of a
+    fit made without the point's device (leave-one-device-out, hollow; where a fit's tables span two devices or more)
+    and the pure roofline (grey ×). On the diagonal an estimate equals the measurement; the band is ±10 %. The legend
+    gives each table's MAPE per phase. The numbers are :func:`rooflinepy.validation.cross_validate`'s (the core's
+    fits and estimates) and :func:`rooflinepy.validation.cross_validation_summary`'s; one ``ax``: decode only.
+    """
+    from . import validation as _validation
+
+    every = _validation.fits()
+    names = [str(f["name"]) for f in every]
+    chosen = list(names) if fits is None else [str(x) for x in _as_list(fits)]
+    if not chosen:
+        raise ValueError(f"validation: fits is empty; the fits are: {'; '.join(names)}")
+    for n in chosen:
+        if n not in names:
+            raise ValueError(f"validation: unknown fit {n!r}; the fits are: {'; '.join(names)}")
+    fig, axes = _new_figure(ax, 2, (12.5, 5.6))
+    data: Dict[str, Any] = {"fits": chosen, "rows": [], "summary": []}
+    for name in chosen:
+        cv = _validation.cross_validate(every[names.index(name)])
+        for s in _validation.cross_validation_summary(cv):
+            data["summary"].append({"fit": name, **s})
+        for r in cv.to_dict("records"):
+            data["rows"].append({"fit": name, "table": r["table"], "device": r["device"], "model": r["model"],
+                                 "quant": r["quant"], "test": r["test"],
+                                 "phase": "decode" if str(r["test"]).startswith("tg") else "prefill",
+                                 "measured": r["measured"], "defaults": r["defaults"], "lodo": r["lodo"],
+                                 "roofline": r["roofline"]})
+    tables = list(dict.fromkeys(r["table"] for r in data["rows"]))
+    colors = dict(zip(tables, _colors(len(tables))))
+    summary = {(s["table"], s["phase"]): s for s in data["summary"]}
+    for a, phase in zip(axes, ("decode", "prefill")):
+        rows = [r for r in data["rows"] if r["phase"] == phase]
+        a.set_xlabel(f"measured {phase} tokens/s")
+        a.set_ylabel(f"estimated {phase} tokens/s")
+        values = [v for r in rows for v in (r["measured"], r["defaults"], r["lodo"], r["roofline"])
+                  if math.isfinite(v) and v > 0]
+        if not values:
+            a.text(0.5, 0.5, f"no {phase} points in these fits", transform=a.transAxes, ha="center", va="center")
+            a.set_xticks([])
+            a.set_yticks([])
+            continue
+        lo, hi = min(values) / 1.3, max(values) * 1.3
+        a.fill_between([lo, hi], [lo / 1.1, hi / 1.1], [lo * 1.1, hi * 1.1], color="0.5", alpha=0.12, lw=0,
+                       label="±10 %")
+        a.plot([lo, hi], [lo, hi], "-", color="0.3", lw=0.8)
+        roof = [r for r in rows if r["roofline"] > 0]
+        a.plot([r["measured"] for r in roof], [r["roofline"] for r in roof], "x", color="0.6", ms=4,
+               label="pure roofline", gid=f"roofline:{phase}", zorder=2)
+        for table in tables:
+            own = [r for r in rows if r["table"] == table]
+            if not own:
+                continue
+            s = summary[(table, phase)]
+            a.plot([r["measured"] for r in own], [r["defaults"] for r in own], "o", color=colors[table], ms=4.5,
+                   label=f"{table}: {s['defaults']:.1f} %", gid=f"defaults:{table}:{phase}", zorder=4)
+            lodo = [r for r in own if math.isfinite(r["lodo"])]
+            if lodo:
+                a.plot([r["measured"] for r in lodo], [r["lodo"] for r in lodo], "o", mfc="none", color=colors[table],
+                       ms=7, label=f"  leave-one-device-out: {s['lodo']:.1f} %", gid=f"lodo:{table}:{phase}",
+                       zorder=3)
+        _log_axes(a, "tok/s", "tok/s")
+        a.set_xlim(lo, hi)
+        a.set_ylim(lo, hi)
+        a.set_title(f"{phase}: estimate against measurement (MAPE per table)", fontsize=10)
+        a.legend(fontsize=7, loc="upper left")
+    if title:
+        fig.suptitle(title)
     return _keep(fig, data)

@@ -26,6 +26,7 @@ CALLS = {
     "attention_io": lambda **kw: rp.plot.attention_io([1024, 4096, 16384], "a100-sxm-80gb", **kw),
     "kv_cache": lambda **kw: rp.plot.kv_cache("llama-3.1-8b", [1024, 4096, 16384], **kw),
     "batching": lambda **kw: rp.plot.batching("qwen3-0.6b", "h100-sxm", batches=[1, 64, 1024], contexts=[128], **kw),
+    "validation": lambda **kw: rp.plot.validation("llama.cpp Metal, current builds", **kw),  # the seed: 6 points
 }
 
 
@@ -55,7 +56,7 @@ def test_draws_into_a_given_axes(name):
     assert len(fig.axes) == 1
 
 
-@pytest.mark.parametrize("name", ["ridge_shift", "tokens_per_second", "kv_cache", "batching"])
+@pytest.mark.parametrize("name", ["ridge_shift", "tokens_per_second", "kv_cache", "batching", "validation"])
 def test_two_panel_figures_take_a_pair_of_axes(name):
     fig, axes = plt.subplots(1, 2)
     assert CALLS[name](ax=axes) is fig
@@ -243,6 +244,7 @@ def test_estimate_html_shows_tokens_per_second_memory_and_fit():
     ["attention-io", "--seq-lens", "1024,4096"],
     ["kv-cache", "--context", "1024,4096", "--kv-dtypes", "f16"],
     ["batching", "-m", "qwen3-0.6b", "-b", "1,64", "--context", "128"],
+    ["validation", "--fit", "llama.cpp Metal, current builds", "--fit", "gpt-fast"],
 ])
 def test_cli_plot_writes_a_file(args, tmp_path, capsys):
     out = tmp_path / "fig.png"
@@ -270,8 +272,9 @@ def test_cli_plot_errors_are_one_line(tmp_path, capsys):
     lambda: rp.plot.attention_io(),
     lambda: rp.plot.kv_cache(),
     lambda: rp.plot.batching(),
+    lambda: rp.plot.validation("llama.cpp CUDA"),
 ], ids=["roofline-3-ops", "roofline-a100-gemm", "ridge-shift", "tokens-per-second", "attention-io", "kv-cache",
-        "batching"])
+        "batching", "validation"])
 def test_no_label_overlaps_another_or_a_marker_and_none_is_clipped(make):
     from rooflinepy.plot import overlap_report
 
@@ -297,3 +300,41 @@ def test_kv_cache_weights_line_is_what_a_decode_step_reads():
     m = rp.model("llama-3.1-8b")
     embedding = 128256 * 4096 * 2  # the bf16 token embedding table: looked up, not streamed (the head is separate)
     assert fig.rooflinepy_data["weight_bytes"] == pytest.approx(m.weight_bytes("BF16") - embedding, rel=2e-4)
+
+
+# ---- validation ----------------------------------------------------------------------------------------------
+def test_validation_draws_the_cores_cross_validation_of_each_point():
+    """Each point at (measured, estimate) for the defaults and leave-one-device-out, the pure roofline beside them;
+    the legend's MAPEs are the summary rooflinepy validate prints."""
+    from rooflinepy import validation
+
+    name = "llama.cpp CUDA"
+    fig = rp.plot.validation(name)
+    (fit,) = [f for f in validation.fits() if f["name"] == name]
+    cv = validation.cross_validate(fit)
+    table = "llamacpp_cuda_llama2_7b_q4_0"
+    for phase, prefix in (("decode", "tg"), ("prefill", "pp")):
+        rows = cv[cv.test.str.startswith(prefix)]
+        (defaults,) = by_gid(fig, f"defaults:{table}:{phase}")
+        assert list(defaults.get_xdata()) == pytest.approx(list(rows.measured))
+        assert list(defaults.get_ydata()) == pytest.approx(list(rows.defaults))
+        (lodo,) = by_gid(fig, f"lodo:{table}:{phase}")
+        assert list(lodo.get_ydata()) == pytest.approx(list(rows.lodo))
+        (roof,) = by_gid(fig, f"roofline:{phase}")
+        assert list(roof.get_ydata()) == pytest.approx(list(rows.roofline))
+    summary = {s["phase"]: s for s in validation.cross_validation_summary(cv)}
+    labels = [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
+    assert f"{table}: {summary['prefill']['defaults']:.1f} %" in labels
+    assert f"  leave-one-device-out: {summary['prefill']['lodo']:.1f} %" in labels
+    assert len(fig.rooflinepy_data["rows"]) == len(cv)
+
+
+def test_validation_of_a_one_device_fit_has_no_leave_one_out_and_unknown_fits_are_named():
+    fig = rp.plot.validation(["gpt-fast"])  # one A100: nothing to leave out; decode only
+    assert by_gid(fig, "defaults:gpt_fast_a100:decode")
+    assert not fig.findobj(lambda a: str(a.get_gid()).startswith("lodo:"))
+    assert not fig.axes[1].lines  # no prefill points
+    with pytest.raises(ValueError, match="unknown fit 'cuda'; the fits are: llama.cpp Metal"):
+        rp.plot.validation("cuda")
+    with pytest.raises(ValueError, match="fits is empty"):
+        rp.plot.validation([])
