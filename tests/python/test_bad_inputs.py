@@ -628,6 +628,10 @@ case("plot attention_io negative length", ValueError, "seq_q must be a whole num
 case("plot kv_cache negative context", ValueError, "-1")(lambda t: rp.plot.kv_cache(model="llama-3.1-8b", context=[-1]))
 case("plot batching unknown device", KeyError, "unknown device 'h999'")(
     lambda t: rp.plot.batching(model="llama-3.1-8b", device="h999"))
+case("plot serving unknown axis", ValueError, "serving: x must be 'itl' or 'ttft'", "'tpot'")(
+    lambda t: rp.plot.serving("llama-3.1-8b", "fp8", "h100-sxm", x="tpot"))
+case("plot validation unknown fit", ValueError, "unknown fit 'cuda'", "the fits are: llama.cpp Metal")(
+    lambda t: rp.plot.validation("cuda"))
 case("plot attainable_flops negative intensity", ValueError, "intensity must be >= 0")(
     lambda t: rp.plot.attainable_flops("a100", -1.0))
 case("kv_append negative batch", ValueError, "must be a whole number >= 0", "-1")(lambda t: rp.ops.kv_append(-1, 8, 8, 128))
