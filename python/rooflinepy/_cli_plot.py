@@ -5,7 +5,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any, Callable, List, Tuple
 
-from ._cli_common import add_flash_attn, flash_attn
+from ._cli_common import add_flash_attn, flash_attn, json_text
 
 if TYPE_CHECKING:
     from ._roofline import OpCost
@@ -91,21 +91,11 @@ def cmd_plot(args: argparse.Namespace) -> int:
         raise ValueError(f"unknown figure '{f}'")
     _save(fig, args.output, args.dpi)
     if getattr(args, "json", False):
-        import json
-
         data = getattr(fig, "rooflinepy_data", {})
-        print(json.dumps({"output": args.output, "figure": f, "data": data}, indent=2, default=_plain))
+        print(json_text({"output": args.output, "figure": f, "data": data}))
     else:
         print(f"rooflinepy: wrote {args.output}", file=sys.stderr)
     return 0
-
-
-def _plain(x: object) -> object:
-    """JSON for the numpy values a figure's data may hold."""
-    tolist = getattr(x, "tolist", None)
-    if callable(tolist):
-        return tolist()
-    return str(x)
 
 
 def add_plot_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:

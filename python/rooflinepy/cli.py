@@ -7,7 +7,7 @@ import sys
 from typing import Any, Dict, List, Optional, Sequence
 
 import rooflinepy as rp
-from rooflinepy._cli_common import add_flash_attn, flash_attn
+from rooflinepy._cli_common import add_flash_attn, flash_attn, json_text
 from rooflinepy._cli_plot import add_plot_parsers as _add_plot_parsers
 from rooflinepy.sweep import _add_sweep_parser
 
@@ -40,7 +40,7 @@ def _table(rows: List[List[str]], header: List[str]) -> str:
 
 def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
     if args.json:
-        print(json.dumps(data, indent=2))
+        print(json_text(data))
     else:
         print(text)
 
@@ -74,7 +74,7 @@ def cmd_device(args: argparse.Namespace) -> int:
     if args.json:
         out = d.to_dict()
         out["ridge_points"] = _ridges(d)
-        print(json.dumps(out, indent=2))
+        print(json_text(out))
         return 0
     lines = [f"{d.name}  ({d.id}; aliases: {', '.join(d.aliases) or '-'})",
              f"{d.compute_units} {d.compute_unit_name}s, boost {d.boost_clock_hz / 1e6:.0f} MHz"
@@ -241,7 +241,7 @@ def _report_rows(df: Any) -> List[List[str]]:
 
 def _print_report(args: argparse.Namespace, df: Any, header: str) -> None:
     if args.json:
-        print(json.dumps(json.loads(df.to_json(orient="records")), indent=2))
+        print(json_text(json.loads(df.to_json(orient="records"))))
         return
     print(header)
     print(_table(_report_rows(df), ["ceiling", "what", "kernel", "measured", "datasheet", "ratio", "applied", "note"]))
@@ -472,13 +472,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
     one = validation.one_shot_calibration()
     one_mape = _core.summarize_validation([("one-shot", e, 0.0) for e in one["error"]])["one-shot"]
     if args.json:
-        print(json.dumps({"cross_validation": summary, "serving": {"summary": serving, "fit": serving_cv.attrs["fit"],
-                                                                   "points": serving_cv.to_dict(orient="records")},
-                          "points": res.to_dict(orient="records"), "mape_percent": mape,
-                          "one_shot_calibration": {"points": one.to_dict(orient="records"),
-                                                   "mape_percent": one_mape["estimator"],
-                                                   "max_percent": one_mape["estimator_max"]}},
-                         indent=2, default=float))
+        print(json_text({"cross_validation": summary, "serving": {"summary": serving, "fit": serving_cv.attrs["fit"],
+                                                                  "points": serving_cv.to_dict(orient="records")},
+                         "points": res.to_dict(orient="records"), "mape_percent": mape,
+                         "one_shot_calibration": {"points": one.to_dict(orient="records"),
+                                                  "mape_percent": one_mape["estimator"],
+                                                  "max_percent": one_mape["estimator_max"]}}))
         return 0
     rows = [[s["fit"], s["table"], s["phase"], str(s["points"]),
              f"{_pct(s['defaults'])} ({_pct(s['defaults_max'])})", f"{_pct(s['in_sample'])} ({_pct(s['in_sample_max'])})",
@@ -541,7 +540,7 @@ def cmd_engines(args: argparse.Namespace) -> int:
     names = [args.name] if args.name else rp.engines()
     engines = [rp.engine(n) for n in names]
     if args.json:
-        print(json.dumps([json.loads(e.to_json()) for e in engines], indent=2))
+        print(json_text([json.loads(e.to_json()) for e in engines]))
         return 0
     if not args.name:
         rows = [[e.id, e.name, ", ".join(b.backend for b in e.backends), e.summary[:90]] for e in engines]

@@ -15,7 +15,7 @@ from typing import (TYPE_CHECKING, Any, Callable, Dict, Hashable, Iterable, Iter
 
 from . import _core
 from . import _validate as _v
-from ._cli_common import add_flash_attn, flash_attn_axis
+from ._cli_common import add_flash_attn, flash_attn_axis, json_text
 from ._device import Device
 from .inference import Model, _device, _plan
 from .inference import model as _model
@@ -752,10 +752,8 @@ def _cli_sweep(args: argparse.Namespace) -> int:
         for s in res.skipped:
             print(f"rooflinepy: skipped {s}", file=sys.stderr)
         if args.json:
-            import json
-
-            print(json.dumps({"output": res.path, "format": res.format, "rows": res.rows, "chunks": res.chunks,
-                              "seconds": seconds, "skipped": res.skipped}, indent=2))
+            print(json_text({"output": res.path, "format": res.format, "rows": res.rows, "chunks": res.chunks,
+                             "seconds": seconds, "skipped": res.skipped}))
         else:
             print(f"{res.rows} estimates in {seconds:.3f} s, {res.rows / seconds if seconds > 0 else 0:,.0f} "
                   f"estimates/s; wrote {res.path} ({res.format}, {res.chunks} chunk(s))")
@@ -773,11 +771,9 @@ def _cli_sweep(args: argparse.Namespace) -> int:
     cols = (["model", "quant", "device"] + varying + ["batch", "prompt_tokens", "gen_tokens", "ttft_s",
             "decode_tokens_per_s", "decode_tokens_per_s_total", "decode_bound", "memory_total", "fits"])
     if args.json:
-        import json
-
         rows = df.head(args.rows).astype(object).to_dict(orient="records")
-        print(json.dumps({"rows": rows, "shown": len(rows), "total": len(df), "configurations": df.attrs["plans"],
-                          "seconds": seconds, "skipped": list(df.attrs["skipped"])}, indent=2, default=str))
+        print(json_text({"rows": rows, "shown": len(rows), "total": len(df), "configurations": df.attrs["plans"],
+                         "seconds": seconds, "skipped": list(df.attrs["skipped"])}))
         return 0
     with pandas.option_context("display.max_rows", args.rows, "display.width", 220):
         print(df[cols].head(args.rows).to_string(index=False))

@@ -61,3 +61,36 @@ def test_errors_exit_nonzero_with_message_and_no_traceback(args, message):
     assert message in proc.stderr
     assert "Traceback" not in proc.stderr
     assert proc.stdout == ""
+
+
+def _strict_json(text):
+    """json.loads refusing the NaN / Infinity tokens that are not JSON (RFC 8259), as jq and JSON.parse do."""
+    def refuse(token):
+        raise ValueError(f"not JSON: {token}")
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.mark.parametrize("args", [
+    ["validate", "--json"],  # leave-one-out figures of one-device fits are missing (NaN in the core's table)
+    ["plot", "validation", "--fit", "gpt-fast", "-o", "{tmp}/v.png", "--json"],
+    ["estimate", "-m", "llama-3.1-8b", "-q", "Q4_0", "-dev", "rtx-4090,m4-max", "-p", "512", "-n", "0", "--json"],
+    ["device", "epyc-9654", "--json"],  # a CPU: no matrix units, no fp16 ridge
+    ["sweep", "-m", "qwen3-0.6b", "-q", "Q4_0", "-d", "m4-pro,epyc-9654", "-b", "1", "-p", "0,128", "--json"],
+], ids=["validate", "plot-validation", "estimate", "device-cpu", "sweep"])
+def test_json_output_is_strict_json_with_null_for_missing_numbers(args, capsys, tmp_path):
+    code, out, _ = run(capsys, *[a.replace("{tmp}", str(tmp_path)) for a in args])
+    assert code == 0
+    _strict_json(out)
+    if args[0] == "validate":
+        cv = _strict_json(out)["cross_validation"]
+        seed = [r for r in cv if r["table"] == "seed_m4_pro"]
+        assert seed and all(r["lodo"] is None for r in seed)  # one device: nothing to leave out, null not NaN
+
+
+def test_json_text_writes_missing_and_unbounded_numbers_as_null():
+    import numpy as np
+
+    from rooflinepy._cli_common import json_text
+
+    data = {"a": float("nan"), "b": [1.5, float("inf"), np.float64("nan"), np.int64(3)], "c": np.array([1.0, np.inf])}
+    assert _strict_json(json_text(data)) == {"a": None, "b": [1.5, None, None, 3], "c": [1.0, None]}
