@@ -102,8 +102,8 @@ def interval_of(fit: Dict[str, Any], engines: Dict[str, Engine], coverage: float
     pred = cv["lodo"] if lodo else cv["in_sample"]
     ratio = cv["measured"] / pred
     out: Dict[str, Any] = {"coverage": coverage}
-    for phase, prefix in (("decode", "tg"), ("prefill", "pp")):
-        r = [float(x) for x, test in zip(ratio, cv["test"]) if test.startswith(prefix)]
+    for phase in ("decode", "prefill"):
+        r = [float(x) for x, p in zip(ratio, cv["phase"]) if p == phase]
         if not r:  # the fit's tables do not measure this phase: filled with the widest calibrated one
             out[phase] = None
             continue

@@ -18,33 +18,33 @@ engines' decode rates side by side on a few chips.
 from __future__ import annotations
 
 import argparse
-import csv
-import json
-from pathlib import Path
-from typing import List, Tuple
+from typing import Any, Dict, List, Tuple
 
 import rooflinepy as rp
+from rooflinepy import validation
 
-ROOT = Path(__file__).resolve().parent.parent
-VALIDATION = ROOT / "tests" / "validation"
+
+def _fit(name: str) -> Dict[str, Any]:
+    """The engine fit of tests/validation/fits.json called `name`."""
+    (fit,) = [f for f in validation.fits() if f["name"] == name]
+    return fit
 
 
 def _cuda_points() -> List[Tuple[str, bool, float, float, float, float]]:
-    """(device, flash attention, GEMM s, attention s, other s, measured s) per pp512 point of the CUDA table."""
-    ids = {r[1]: r[3] for r in csv.reader(open(VALIDATION / "corpus_devices.csv"))
-           if r and r[0] == "llamacpp_cuda_llama2_7b_q4_0"}
-    rows = list(csv.DictReader(line for line in open(VALIDATION / "llamacpp_cuda_llama2_7b_q4_0.csv")
-                               if not line.startswith("#")))
+    """(device, flash attention, GEMM s, attention s, other s, measured s) per pp512 point of the CUDA fit's table
+    (its points as validation.fit_points reads them: device ids, engine, flash attention, measured tokens/s)."""
     out = []
-    for row in rows:
-        for fa, column in ((False, "pp512"), (True, "pp512_fa")):
-            e = rp.estimate("llama-2-7b", "Q4_0", ids[row["gpu"]], prompt_tokens=512, gen_tokens=0,
-                            engine="llama.cpp-cuda", flash_attention=fa)
-            b = e.breakdown
-            gemm = float(b[b.compute.str.contains("matrix")].seconds.sum())
-            attention = float(b[b.op == "attention"].seconds.sum())
-            other = float(b.seconds.sum()) - gemm - attention
-            out.append((ids[row["gpu"]], fa, gemm, attention, other, 512 / float(row[column])))
+    for p in validation.fit_points(_fit("llama.cpp CUDA")):
+        if p["test"] != "pp512":
+            continue
+        e = rp.estimate(p["model"], p["quant"], p["device"], prompt_tokens=int(p["prompt_tokens"]), gen_tokens=0,
+                        engine=p["engine"], flash_attention=p["flash_attention"])
+        b = e.breakdown
+        gemm = float(b[b.compute.str.contains("matrix")].seconds.sum())
+        attention = float(b[b.op == "attention"].seconds.sum())
+        other = float(b.seconds.sum()) - gemm - attention
+        out.append((p["device"], p["flash_attention"], gemm, attention, other,
+                    p["prompt_tokens"] / p["measured_tokens_per_s"]))
     return out
 
 
@@ -69,11 +69,10 @@ def mmq_bound() -> None:
 
 def metal_generations() -> None:
     from rooflinepy import _core
-    from rooflinepy import validation as v
     from rooflinepy._engine import engine
 
-    fit = json.load(open(VALIDATION / "fits.json"))["fits"][0]
-    pts, models, devices = v._core_inputs(v.fit_points(fit, None))
+    fit = _fit("llama.cpp Metal, discussion #4167 builds")
+    pts, models, devices = validation._core_inputs(validation.fit_points(fit))
     start = engine(fit["engine"])
     params = [("metal", "bandwidth_fraction", 0.3, 1.5), ("metal", "kernel_fixed_cost_scale", 0.05, 20)]
     launch_us = rp.device("m1-8c").to_dict()["efficiency"]["launch_overhead_us"]

@@ -940,8 +940,7 @@ def validation(fits: Any = None, *, title: Optional[str] = None, ax: Any = None)
             data["summary"].append({"fit": name, **s})
         for r in cv.to_dict("records"):
             data["rows"].append({"fit": name, "table": r["table"], "device": r["device"], "model": r["model"],
-                                 "quant": r["quant"], "test": r["test"],
-                                 "phase": "decode" if str(r["test"]).startswith("tg") else "prefill",
+                                 "quant": r["quant"], "test": r["test"], "phase": r["phase"],
                                  "measured": r["measured"], "defaults": r["defaults"], "lodo": r["lodo"],
                                  "roofline": r["roofline"]})
     tables = list(dict.fromkeys(r["table"] for r in data["rows"]))

@@ -247,10 +247,11 @@ def fit_engine(fit: Dict[str, Any], start: Optional[Engine] = None,
 
 
 def cross_validate(fit: Dict[str, Any], directory: Optional[Path] = None, start: Optional[Engine] = None) -> pd.DataFrame:
-    """Every point of a fit's tables predicted four ways: by the committed defaults, by the fit to all points
-    (in-sample), by a fit without the point's device (leave-one-device-out), by a fit without its chip generation
-    (leave-one-generation-out, where the tables span more than one); and the pure roofline. Errors are
-    predicted / measured − 1. `start`: the engine to start from (default: engine_db's)."""
+    """Every point of a fit's tables (its phase: decode for a tgN test, else prefill) predicted four ways: by the
+    committed defaults, by the fit to all points (in-sample), by a fit without the point's device
+    (leave-one-device-out), by a fit without its chip generation (leave-one-generation-out, where the tables span
+    more than one); and the pure roofline. Errors are predicted / measured − 1. `start`: the engine to start from
+    (default: engine_db's)."""
     import pandas as pd
 
     from . import _core
@@ -272,6 +273,7 @@ def cross_validate(fit: Dict[str, Any], directory: Optional[Path] = None, start:
         m = p["measured_tokens_per_s"]
         rows.append({"fit": fit["name"], "table": p["table"], "device": p["device"], "generation": p["generation"],
                      "model": p["model"], "quant": p["quant"], "test": p["test"],
+                     "phase": "decode" if p["test"].startswith("tg") else "prefill",
                      "flash_attention": p["flash_attention"], "tensor_parallel": p["tensor_parallel"],
                      "measured": m, "defaults": d, "in_sample": i,
                      "lodo": o, "logo": g, "roofline": r["roofline"],
@@ -286,7 +288,6 @@ def cross_validation_summary(cv: pd.DataFrame) -> List[Dict[str, Any]]:
     from . import _core
 
     out = []
-    cv = cv.assign(phase=["decode" if t.startswith("tg") else "prefill" for t in cv["test"]])
     for (table, phase), g in cv.groupby(["table", "phase"], sort=False):
         row: Dict[str, Any] = {"table": table, "phase": phase, "points": len(g)}
         for kind in ("defaults", "in_sample", "lodo", "logo"):
