@@ -94,30 +94,62 @@ def _quantile(xs: List[float], q: float) -> float:
     return s[i] if i + 1 >= len(s) else s[i] + (pos - i) * (s[i + 1] - s[i])
 
 
-def interval_of(fit: Dict[str, Any], engines: Dict[str, Engine], coverage: float, widen: float) -> Dict[str, Any]:
-    """The prediction interval of a fit: the central `coverage` of measured / predicted over its cross-validated
-    points (leave-one-device-out, or in-sample for a single device), per phase, and what the points cover."""
+def _ratios(fit: Dict[str, Any], engines: Dict[str, Engine]) -> Tuple[Any, List[float], bool]:
+    """A fit's cross-validated points and their measured / predicted (leave-one-device-out, or in-sample where the
+    fit's tables hold one device), and whether they are leave-one-device-out."""
     cv = validation.cross_validate(fit, VALIDATION, start=engines[fit["engine"]])
-    lodo = cv["lodo"].notna().all()
+    lodo = bool(cv["lodo"].notna().all())
     pred = cv["lodo"] if lodo else cv["in_sample"]
-    ratio = cv["measured"] / pred
+    return cv, [float(x) for x in cv["measured"] / pred], lodo
+
+
+def interval_of(fit: Dict[str, Any], fits: List[Dict[str, Any]], engines: Dict[str, Engine], coverage: float,
+                widen: float, target: str) -> Dict[str, Any]:
+    """The prediction interval a fit writes into `target` (an engine of its `interval_to`): the central `coverage`
+    of measured / predicted over its cross-validated points, per phase, and what the points cover.
+
+    Where `target` is not the fit's engine it runs the same kernels as other builds did (llama.cpp against the
+    builds behind the fit's tables), and its interval covers both: the union of the central `coverage` of (a) the
+    fit's ratios, (b) the same ratios carried over to the target's prediction (x the fit engine's committed
+    prediction / the target's, at each point's settings: a measurement with the fit's builds held to the target)
+    and (c) the in-sample ratios of the fits of the target itself on that backend (its own builds), whose device
+    families and weight formats then count as covered too."""
+    cv, ratio, lodo = _ratios(fit, engines)
+    sets = [(ratio, list(cv["phase"]))]
+    covered = [cv]
+    if target != fit["engine"]:
+        pts, models, devices = validation._core_inputs(validation.fit_points(fit, VALIDATION))
+        other = _core.predict_points(engines[target]._core, pts, models, devices)
+        sets.append(([r * d / o for r, d, o in zip(ratio, cv["defaults"], other)], list(cv["phase"])))
+        for f in fits:
+            if f["engine"] == target and f["backend"] == fit["backend"]:
+                own_cv, own_ratio, _ = _ratios(f, engines)
+                sets.append((own_ratio, list(own_cv["phase"])))
+                covered.append(own_cv)
     out: Dict[str, Any] = {"coverage": coverage}
     for phase in ("decode", "prefill"):
-        r = [float(x) for x, p in zip(ratio, cv["phase"]) if p == phase]
-        if not r:  # the fit's tables do not measure this phase: filled with the widest calibrated one
-            out[phase] = None
+        bounds = [(_quantile(r, (1 - coverage) / 2), _quantile(r, (1 + coverage) / 2))
+                  for r in ([x for x, p in zip(xs, ph) if p == phase] for xs, ph in sets) if r]
+        if not bounds or not any(p == phase for p in cv["phase"]):  # the fit's tables do not measure this phase:
+            out[phase] = None                                          # filled with the widest calibrated one
             continue
-        lo, hi = _quantile(r, (1 - coverage) / 2), _quantile(r, (1 + coverage) / 2)
+        lo, hi = min(b[0] for b in bounds), max(b[1] for b in bounds)
         out[phase] = [round(min(lo, 1.0), 4), round(max(hi, 1.0), 4)]
-    out["device_families"] = sorted({rp.device(d).family for d in cv["device"]})
-    out["weight_formats"] = sorted(set(cv["quant"]))
+    out["device_families"] = sorted({rp.device(d).family for c in covered for d in c["device"]})
+    out["weight_formats"] = sorted({q for c in covered for q in c["quant"]})
     out["widen"] = widen
     out["max_devices"] = int(max(cv["tensor_parallel"])) if "tensor_parallel" in cv else 1
     kind = "leave-one-device-out" if lodo else "in-sample (one device: no device left out)"
+    builds = ("" if len(sets) == 1 else
+              f"; joined with the same ratios carried over to this engine (x {fit['engine']}'s prediction / this "
+              f"engine's: the tables were measured with {fit['engine']}'s builds) and with the in-sample ratios of "
+              f"this engine's own fits on {fit['backend']} (" +
+              (", ".join(f"'{f['name']}'" for f in fits if f["engine"] == target and f["backend"] == fit["backend"])
+               or "none") + "), the union of their central intervals")
     out["_source"] = (f"calibration/fit_defaults.py: the central {coverage:.0%} of measured / predicted tokens/s of "
-                      f"the {len(cv)} points of fit '{fit['name']}' ({', '.join(fit['tables'])}), {kind}; widened "
-                      f"{widen:g}-fold in log space per device family or weight format outside the ones listed, and "
-                      f"for more devices per copy of the model than its points use (max_devices)")
+                      f"the {len(cv)} points of fit '{fit['name']}' ({', '.join(fit['tables'])}), {kind}{builds}; "
+                      f"widened {widen:g}-fold in log space per device family or weight format outside the ones "
+                      f"listed, and for more devices per copy of the model than its points use (max_devices)")
     return out
 
 
@@ -160,14 +192,17 @@ def write_intervals(fits: List[Dict[str, Any]], engines: Dict[str, Engine], chec
     with open(VALIDATION / "fits.json") as f:
         rule = json.load(f)["interval"]
     written: Dict[Tuple[str, str], Dict[str, Any]] = {}
+    own: List[Dict[str, Any]] = []  # each fit's interval for its own engine: not widened by other builds' drift
     diffs: List[str] = []
     for fit in fits:
         if not fit.get("interval_to"):
             continue
-        iv = interval_of(fit, engines, rule["coverage"], rule["widen"])
         for eid in fit["interval_to"]:
-            written[(eid, fit["backend"])] = iv
-    widest = {ph: [min(v[ph][0] for v in written.values() if v[ph]), max(v[ph][1] for v in written.values() if v[ph])]
+            written[(eid, fit["backend"])] = interval_of(fit, fits, engines, rule["coverage"], rule["widen"], eid)
+            if eid == fit["engine"]:
+                own.append(written[(eid, fit["backend"])])
+    # the uncalibrated rule's widest interval: of the fits' own ones (a carried one's width is build drift)
+    widest = {ph: [min(v[ph][0] for v in own if v[ph]), max(v[ph][1] for v in own if v[ph])]
               for ph in ("decode", "prefill")}
     for iv in written.values():
         for ph in ("decode", "prefill"):

@@ -9,8 +9,8 @@ any single MMQ cost can reach with the model's other times held as they are.
 
 ``metal-generations``: llama.cpp Metal tg128 (tests/validation/llamacpp_metal_llama2_7b.csv). The 2023 engine's two
 decode parameters (bandwidth_fraction, kernel_fixed_cost_scale) refitted on each chip generation's rows alone (the
-core's least squares on log(predicted / measured), as calibration/fit_defaults.py fits them), then the two Metal
-engines' decode rates side by side on a few chips.
+core's least squares on log(predicted / measured), as calibration/fit_defaults.py fits them); the corpus held to
+each Metal engine's committed defaults; then the two engines' decode rates side by side on a few chips.
 
     python3 calibration/residual_checks.py mmq-bound
     python3 calibration/residual_checks.py metal-generations
@@ -84,6 +84,14 @@ def metal_generations() -> None:
         print(f"{generation or 'all':4s} {len(sel):3d} tg128 rows: bandwidth_fraction {r.values[0]:.3f}, fixed cost "
               f"{r.values[1]:.3f} x {launch_us:g} us = {r.values[1] * launch_us:.1f} us per kernel, "
               f"MAPE {100 * sum(errors) / len(errors):.1f} %")
+    print("the corpus's 128 points (flash attention off, as measured) held to each engine's committed defaults:")
+    for name in ("llama.cpp-metal-2023", "llama.cpp"):
+        predicted = _core.predict_points(engine(name)._core, pts, models, devices)
+        for phase, is_phase in (("decode", True), ("prefill", False)):
+            q = [y / p["measured_tokens_per_s"] for y, p in zip(predicted, pts) if p["test"].startswith("tg") == is_phase]
+            worst = max(q, key=lambda x: abs(x - 1))
+            print(f"  {name:22s} {phase:7s} MAPE {100 * sum(abs(x - 1) for x in q) / len(q):5.1f} %, "
+                  f"mean {100 * (sum(q) / len(q) - 1):+5.1f} %, largest {100 * (worst - 1):+.1f} %")
     print("Llama-2-7B tg128, llama.cpp / llama.cpp-metal-2023:")
     for device in ("m1-7c", "m1-max-32c", "m3-max-40c", "m2-ultra-76c", "m3-ultra-80c", "m4-pro-20c", "m4-max-40c"):
         ratios = []
