@@ -465,6 +465,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for fit in fits:
         for row in validation.cross_validation_summary(validation.cross_validate(fit)):
             summary.append({"fit": fit["name"], **row})
+    coverage = [row for fit in fits for table in fit["tables"]
+                for eid in dict.fromkeys([fit["engine"], *fit.get("interval_to", [])])
+                for row in validation.interval_coverage(table, eid)]
     serving_cv = validation.serving_cross_validate()
     serving = validation.serving_summary(serving_cv)
     res = validation.run()
@@ -472,7 +475,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     one = validation.one_shot_calibration()
     one_mape = _core.summarize_validation([("one-shot", e, 0.0) for e in one["error"]])["one-shot"]
     if args.json:
-        print(json_text({"cross_validation": summary, "serving": {"summary": serving, "fit": serving_cv.attrs["fit"],
+        print(json_text({"cross_validation": summary, "intervals": coverage, "serving": {"summary": serving, "fit": serving_cv.attrs["fit"],
                                                                   "points": serving_cv.to_dict(orient="records")},
                          "points": res.to_dict(orient="records"), "mape_percent": mape,
                          "one_shot_calibration": {"points": one.to_dict(orient="records"),
@@ -489,6 +492,17 @@ def cmd_validate(args: argparse.Namespace) -> int:
     print("\ndefaults: the committed engine_db values; in-sample: refitted to all the points; leave-one-device-out /"
           " -generation-out: each device's (chip generation's) points predicted by a fit without them; pure roofline:"
           " datasheet ceilings, no overheads.\n")
+    print("Prediction intervals: each fit's tables held to its engine and to the engines its interval is written "
+          "into (rp.estimate at each point's settings)")
+    print(_table([[c["table"], c["engine"], c["phase"], str(c["points"]), f"{_pct(c['mape'])} ({_pct(c['max'])})",
+                   f"{100 * c['in_interval']:.0f} %"] for c in coverage],
+                 ["table", "engine", "phase", "points", "MAPE (largest)", "inside the 80 % interval"]))
+    print()
+    notes = [f"{', '.join(fit['tables'])}: measured with the builds {fit['engine']} models; {eid}'s interval (its "
+             f"own builds) covers them too, its estimate at the interval's top"
+             for fit in fits for eid in fit.get("interval_to", []) if eid != fit["engine"]]
+    if notes:
+        print("\n".join(notes) + "\n")
     print("Serving (TensorRT-LLM's published tables; rp.serve offline max load, rp.estimate static batches, each "
           "table with the engine of its release): MAPE %")
     print(_table([[s["table"], s["kind"], s["engine"], str(s["points"]), _pct(s["defaults"]), _pct(s["in_sample"]),

@@ -282,6 +282,30 @@ def cross_validate(fit: Dict[str, Any], directory: Optional[Path] = None, start:
     return pd.DataFrame(rows)
 
 
+def interval_coverage(table: str, engine: str, directory: Optional[Path] = None) -> List[Dict[str, Any]]:
+    """A table's points held to one engine's committed defaults through ``rp.estimate`` at each point's settings,
+    per phase: points, MAPE and largest error of the estimates (percent), and the share of the measurements that lie
+    inside the estimates' prediction interval (80 % claimed)."""
+    from . import _core
+    from .inference import estimate
+
+    rows: Dict[str, List[Tuple[float, bool]]] = {}
+    for p in points([table], directory):
+        est = estimate(p["model"], p["quant"], p["device"], engine=engine, prompt_tokens=int(p["prompt_tokens"]),
+                       gen_tokens=int(p["gen_tokens"]), batch=int(p["batch"]),
+                       tensor_parallel=int(p["tensor_parallel"]), flash_attention=bool(p["flash_attention"]))
+        phase = "decode" if p["test"].startswith("tg") else "prefill"
+        lo, hi = getattr(est, f"{phase}_tokens_per_s_interval")
+        m = p["measured_tokens_per_s"]
+        rows.setdefault(phase, []).append((getattr(est, f"{phase}_tokens_per_s") / m - 1, lo <= m <= hi))
+    out = []
+    for phase, r in rows.items():
+        s = _core.summarize_validation([("t", e, 0.0) for e, _ in r])["t"]
+        out.append({"table": table, "engine": engine, "phase": phase, "points": len(r), "mape": s["estimator"],
+                    "max": s["estimator_max"], "in_interval": sum(i for _, i in r) / len(r)})
+    return out
+
+
 def cross_validation_summary(cv: pd.DataFrame) -> List[Dict[str, Any]]:
     """Per (table, phase): MAPE and largest error, in percent, of the defaults, in-sample, leave-one-device-out,
     leave-one-generation-out and the pure roofline (the core's summary)."""
