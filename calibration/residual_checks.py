@@ -77,7 +77,8 @@ def metal_generations() -> None:
     params = [("metal", "bandwidth_fraction", 0.3, 1.5), ("metal", "kernel_fixed_cost_scale", 0.05, 20)]
     launch_us = rp.device("m1-8c").to_dict()["efficiency"]["launch_overhead_us"]
     for generation in ("M1", "M2", "M3", None):
-        sel = [i for i, p in enumerate(pts) if p["test"].startswith("tg") and generation in (None, p["generation"])]
+        sel = [i for i, p in enumerate(pts)
+               if validation.phase_of(p) == "decode" and generation in (None, p["generation"])]
         r = _core.fit_engine(start._core, params, [pts[i] for i in sel], [models[i] for i in sel],
                              [devices[i] for i in sel])
         errors = [abs(y / pts[i]["measured_tokens_per_s"] - 1) for y, i in zip(r.predicted, sel)]
@@ -87,8 +88,8 @@ def metal_generations() -> None:
     print("the corpus's 128 points (flash attention off, as measured) held to each engine's committed defaults:")
     for name in ("llama.cpp-metal-2023", "llama.cpp"):
         predicted = _core.predict_points(engine(name)._core, pts, models, devices)
-        for phase, is_phase in (("decode", True), ("prefill", False)):
-            q = [y / p["measured_tokens_per_s"] for y, p in zip(predicted, pts) if p["test"].startswith("tg") == is_phase]
+        for phase in ("decode", "prefill"):
+            q = [y / p["measured_tokens_per_s"] for y, p in zip(predicted, pts) if validation.phase_of(p) == phase]
             worst = max(q, key=lambda x: abs(x - 1))
             print(f"  {name:22s} {phase:7s} MAPE {100 * sum(abs(x - 1) for x in q) / len(q):5.1f} %, "
                   f"mean {100 * (sum(q) / len(q) - 1):+5.1f} %, largest {100 * (worst - 1):+.1f} %")

@@ -475,8 +475,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     one = validation.one_shot_calibration()
     one_mape = _core.summarize_validation([("one-shot", e, 0.0) for e in one["error"]])["one-shot"]
     if args.json:
-        print(json_text({"cross_validation": summary, "intervals": coverage, "serving": {"summary": serving, "fit": serving_cv.attrs["fit"],
-                                                                  "points": serving_cv.to_dict(orient="records")},
+        print(json_text({"cross_validation": summary, "intervals": coverage,
+                         "serving": {"summary": serving, "fit": serving_cv.attrs["fit"],
+                                     "points": serving_cv.to_dict(orient="records")},
                          "points": res.to_dict(orient="records"), "mape_percent": mape,
                          "one_shot_calibration": {"points": one.to_dict(orient="records"),
                                                   "mape_percent": one_mape["estimator"],

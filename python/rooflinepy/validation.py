@@ -222,6 +222,11 @@ def fits(directory: Optional[Path] = None) -> List[Dict[str, Any]]:
     return out
 
 
+def phase_of(point: Point) -> str:
+    """The phase a point measures: decode for a llama-bench tgN test, else prefill."""
+    return "decode" if str(point["test"]).startswith("tg") else "prefill"
+
+
 def fit_points(fit: Dict[str, Any], directory: Optional[Path] = None) -> List[Point]:
     """The measurements a fit is fitted to, each of its phase."""
     return points(list(fit["tables"]), directory)
@@ -273,7 +278,7 @@ def cross_validate(fit: Dict[str, Any], directory: Optional[Path] = None, start:
         m = p["measured_tokens_per_s"]
         rows.append({"fit": fit["name"], "table": p["table"], "device": p["device"], "generation": p["generation"],
                      "model": p["model"], "quant": p["quant"], "test": p["test"],
-                     "phase": "decode" if p["test"].startswith("tg") else "prefill",
+                     "phase": phase_of(p),
                      "flash_attention": p["flash_attention"], "tensor_parallel": p["tensor_parallel"],
                      "measured": m, "defaults": d, "in_sample": i,
                      "lodo": o, "logo": g, "roofline": r["roofline"],
@@ -294,7 +299,7 @@ def interval_coverage(table: str, engine: str, directory: Optional[Path] = None)
         est = estimate(p["model"], p["quant"], p["device"], engine=engine, prompt_tokens=int(p["prompt_tokens"]),
                        gen_tokens=int(p["gen_tokens"]), batch=int(p["batch"]),
                        tensor_parallel=int(p["tensor_parallel"]), flash_attention=bool(p["flash_attention"]))
-        phase = "decode" if p["test"].startswith("tg") else "prefill"
+        phase = phase_of(p)
         lo, hi = getattr(est, f"{phase}_tokens_per_s_interval")
         m = p["measured_tokens_per_s"]
         rows.setdefault(phase, []).append((getattr(est, f"{phase}_tokens_per_s") / m - 1, lo <= m <= hi))
