@@ -103,8 +103,9 @@ def _ratios(fit: Dict[str, Any], engines: Dict[str, Engine]) -> Tuple[Any, List[
     return cv, [float(x) for x in cv["measured"] / pred], lodo
 
 
-def interval_of(fit: Dict[str, Any], fits: List[Dict[str, Any]], engines: Dict[str, Engine], coverage: float,
-                widen: float, target: str) -> Dict[str, Any]:
+def interval_of(fit: Dict[str, Any], fits: List[Dict[str, Any]], engines: Dict[str, Engine],
+                ratios: Dict[str, Tuple[Any, List[float], bool]], coverage: float, widen: float,
+                target: str) -> Dict[str, Any]:
     """The prediction interval a fit writes into `target` (an engine of its `interval_to`): the central `coverage`
     of measured / predicted over its cross-validated points, per phase, and what the points cover.
 
@@ -113,8 +114,8 @@ def interval_of(fit: Dict[str, Any], fits: List[Dict[str, Any]], engines: Dict[s
     fit's ratios, (b) the same ratios carried over to the target's prediction (x the fit engine's committed
     prediction / the target's, at each point's settings: a measurement with the fit's builds held to the target)
     and (c) the in-sample ratios of the fits of the target itself on that backend (its own builds), whose device
-    families and weight formats then count as covered too."""
-    cv, ratio, lodo = _ratios(fit, engines)
+    families and weight formats then count as covered too. `ratios`: each fit's _ratios, by fit name."""
+    cv, ratio, lodo = ratios[fit["name"]]
     sets = [(ratio, list(cv["phase"]))]
     covered = [cv]
     if target != fit["engine"]:
@@ -123,7 +124,7 @@ def interval_of(fit: Dict[str, Any], fits: List[Dict[str, Any]], engines: Dict[s
         sets.append(([r * d / o for r, d, o in zip(ratio, cv["defaults"], other)], list(cv["phase"])))
         for f in fits:
             if f["engine"] == target and f["backend"] == fit["backend"]:
-                own_cv, own_ratio, _ = _ratios(f, engines)
+                own_cv, own_ratio, _ = ratios[f["name"]]
                 sets.append((own_ratio, list(own_cv["phase"])))
                 covered.append(own_cv)
     out: Dict[str, Any] = {"coverage": coverage}
@@ -194,11 +195,13 @@ def write_intervals(fits: List[Dict[str, Any]], engines: Dict[str, Engine], chec
     written: Dict[Tuple[str, str], Dict[str, Any]] = {}
     own: List[Dict[str, Any]] = []  # each fit's interval for its own engine: not widened by other builds' drift
     diffs: List[str] = []
+    ratios = {f["name"]: _ratios(f, engines) for f in fits}  # each fit cross-validated once, for every interval
     for fit in fits:
         if not fit.get("interval_to"):
             continue
         for eid in fit["interval_to"]:
-            written[(eid, fit["backend"])] = interval_of(fit, fits, engines, rule["coverage"], rule["widen"], eid)
+            written[(eid, fit["backend"])] = interval_of(fit, fits, engines, ratios, rule["coverage"], rule["widen"],
+                                                         eid)
             if eid == fit["engine"]:
                 own.append(written[(eid, fit["backend"])])
     # the uncalibrated rule's widest interval: of the fits' own ones (a carried one's width is build drift)
