@@ -214,14 +214,16 @@ def test_flash_attention_on_at_2048_prefill_and_decode_gain():
 
 def test_m4_max_decodes_about_twice_as_fast_as_m4_pro():
     """Article: M4 Max ≈ 2× M4 Pro in decode (546 vs 273 GB/s). Library: bandwidth and weight-read ceiling
-    exactly 2.00×; the estimator 1.88× (BF16) to 1.70× (Q4_K_M), because the fixed per-token kernel cost does
-    not shrink with bandwidth. Ceiling exact; estimator between 1.5× and 2×."""
+    exactly 2.00×; the estimator 1.71× (BF16) to 1.58× (Q4_K_M), because the M4 Max's GPU reaches a smaller share
+    of its datasheet bandwidth (0.777, its own corrected copy benchmark, against the Apple median 0.864 the M4 Pro
+    takes: hardware_db) and the fixed per-token kernel cost does not shrink with bandwidth. Ceiling exact;
+    estimator between 1.5× and 2×."""
     for q in SEED_MEASURED:
         pro, mx = tg128(q, "m4-pro"), tg128(q, "m4-max")
         ratio = mx.ceilings["decode_weights_tokens_per_s"] / pro.ceilings["decode_weights_tokens_per_s"]
         assert ratio == pytest.approx(2.0, rel=1e-9)
         assert 1.5 < mx.decode_tokens_per_s / pro.decode_tokens_per_s < 2.0
-    assert tg128("BF16", "m4-max").decode_tokens_per_s / tg128("BF16").decode_tokens_per_s == pytest.approx(1.88, abs=0.03)
+    assert tg128("BF16", "m4-max").decode_tokens_per_s / tg128("BF16").decode_tokens_per_s == pytest.approx(1.71, abs=0.03)
 
 
 def test_kv_reads_grow_as_n_squared_over_a_generation():
