@@ -390,7 +390,7 @@ def estimate(model: ModelLike, quant: str, device: DeviceLike, prompt_tokens: in
 
     ``device`` is a name or a Device (a calibrated one too). ``context_tokens`` are already in each sequence's KV
     cache before the prompt (llama-bench's ``-d``): the prompt attends them, decode starts after them. The prompt runs
-    in micro-batches of ``ubatch_tokens`` (llama.cpp's ``-ub``; None: the engine's default, the whole prompt for
+    in micro-batches of ``ubatch_tokens`` (llama.cpp's ``-ub``; None or 0: the engine's default, the whole prompt for
     engines without micro-batches). Decode runs ``gen_tokens`` steps at contexts context+prompt+1 ...
     context+prompt+gen, summed in closed form. ``draft_model`` with ``draft_tokens`` (γ) and ``acceptance`` (α)
     turns on speculative decoding. ``flash_attention`` None runs what the engine runs when not told
