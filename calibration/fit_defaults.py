@@ -118,15 +118,15 @@ def interval_of(fit: Dict[str, Any], fits: List[Dict[str, Any]], engines: Dict[s
     cv, ratio, lodo = ratios[fit["name"]]
     sets = [(ratio, list(cv["phase"]))]
     covered = [cv]
+    own_fits = [f["name"] for f in fits if f["engine"] == target and f["backend"] == fit["backend"]]
     if target != fit["engine"]:
         pts, models, devices = validation._core_inputs(validation.fit_points(fit, VALIDATION))
         other = _core.predict_points(engines[target]._core, pts, models, devices)
         sets.append(([r * d / o for r, d, o in zip(ratio, cv["defaults"], other)], list(cv["phase"])))
-        for f in fits:
-            if f["engine"] == target and f["backend"] == fit["backend"]:
-                own_cv, own_ratio, _ = ratios[f["name"]]
-                sets.append((own_ratio, list(own_cv["phase"])))
-                covered.append(own_cv)
+        for name in own_fits:
+            own_cv, own_ratio, _ = ratios[name]
+            sets.append((own_ratio, list(own_cv["phase"])))
+            covered.append(own_cv)
     out: Dict[str, Any] = {"coverage": coverage}
     for phase in ("decode", "prefill"):
         bounds = [(_quantile(r, (1 - coverage) / 2), _quantile(r, (1 + coverage) / 2))
@@ -145,8 +145,7 @@ def interval_of(fit: Dict[str, Any], fits: List[Dict[str, Any]], engines: Dict[s
               f"; joined with the same ratios carried over to this engine (x {fit['engine']}'s prediction / this "
               f"engine's: the tables were measured with {fit['engine']}'s builds) and with the in-sample ratios of "
               f"this engine's own fits on {fit['backend']} (" +
-              (", ".join(f"'{f['name']}'" for f in fits if f["engine"] == target and f["backend"] == fit["backend"])
-               or "none") + "), the union of their central intervals")
+              (", ".join(f"'{name}'" for name in own_fits) or "none") + "), the union of their central intervals")
     out["_source"] = (f"calibration/fit_defaults.py: the central {coverage:.0%} of measured / predicted tokens/s of "
                       f"the {len(cv)} points of fit '{fit['name']}' ({', '.join(fit['tables'])}), {kind}{builds}; "
                       f"widened {widen:g}-fold in log space per device family or weight format outside the ones "
