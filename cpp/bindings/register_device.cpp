@@ -43,6 +43,9 @@ void register_device(py::module_& m) {
             "capacity", [](const Device& d, const std::string& level) { return d.capacity(parse_level(level)); },
             py::arg("level") = "dram", "Bytes of a memory level (SRAM: summed over compute units)")
         .def_property_readonly("sram_per_unit_bytes", &Device::sram_per_unit_bytes)
+        .def_property_readonly("l2_working_set", &Device::l2_working_set,
+                               "Bytes of L2 a working set can count on: its measured working set, else its capacity "
+                               "(0: no L2 in the data)")
         .def(
             "ridge_point",
             [](const Device& d, const std::string& dtype, const std::string& level, const std::string& unit) {
@@ -104,6 +107,7 @@ void register_device(py::module_& m) {
                     e["bandwidth"] = lv.bandwidth_Bps > 0 ? py::object(py::float_(lv.bandwidth_Bps)) : py::object(py::none());
                     e["capacity"] = lv.capacity_bytes;
                     if (lv.per_unit_bytes > 0) e["per_unit"] = lv.per_unit_bytes;
+                    if (lv.working_set_bytes > 0) e["working_set"] = lv.working_set_bytes;
                     out.append(e);
                 }
                 return out;

@@ -67,10 +67,13 @@ void register_ops(py::module_& m) {
             if (k == ops::AttentionKind::flash) {
                 if (device && !sram_bytes) tiles = ops::flash_tiles(*device, flash_version);
                 else if (device) {  // the SRAM given, the rest the device's
-                    if (device->has_level(Level::l2)) tiles.l2_bytes = device->capacity(Level::l2);
+                    tiles.l2_bytes = device->l2_working_set();
                     tiles.units = std::max(1.0, static_cast<double>(device->compute_units));
                 }
                 if (sram_bytes) tiles.sram_bytes = *sram_bytes;
+                if (l2_bytes) tiles.l2_bytes = *l2_bytes;
+            } else {  // the scores pass through the device's L2 where they fit and it has a bandwidth, or l2_bytes=
+                if (device && device->has_bandwidth(Level::l2)) tiles.l2_bytes = device->l2_working_set();
                 if (l2_bytes) tiles.l2_bytes = *l2_bytes;
             }
             const Format act = parse_format(dtype);
@@ -83,8 +86,9 @@ void register_ops(py::module_& m) {
         py::arg("causal") = false, py::arg("sram_bytes") = py::none(), py::arg("l2_bytes") = py::none(),
         py::arg("device") = py::none(), py::arg("kv_heads") = 0.0, py::arg("kv_dtype") = py::none(),
         py::arg("flash_version") = 2,
-        "Attention over seq_q queries and seq_kv keys: kind='standard' materialises scores in DRAM, kind='flash' tiles "
-        "them in SRAM (device=: its SRAM per compute unit and L2, or sram_bytes= / l2_bytes=); kv_heads (0: heads) "
+        "Attention over seq_q queries and seq_kv keys: kind='standard' materialises scores in DRAM (in L2 where S and P "
+        "fit in device='s L2 with a bandwidth, or in l2_bytes=), kind='flash' tiles them in SRAM (device=: its SRAM per "
+        "compute unit and L2, or sram_bytes= / l2_bytes=); kv_heads (0: heads) "
         "and kv_dtype count K and V once per KV head in their format; backward=True adds the backward pass");
     m.def(
         "decode_attention",

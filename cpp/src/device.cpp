@@ -114,6 +114,12 @@ double Device::capacity(Level l) const {
     return level(l).capacity_bytes;
 }
 
+double Device::l2_working_set() const {
+    if (!has_level(Level::l2)) return 0;
+    const MemoryLevel& m = level(Level::l2);
+    return m.working_set_bytes > 0 ? m.working_set_bytes : m.capacity_bytes;
+}
+
 double Device::sram_per_unit_bytes() const {
     const auto& s = level(Level::sram);
     if (!s.present || s.per_unit_bytes <= 0)
@@ -195,6 +201,7 @@ MemoryLevel read_l2(JsonObject o) {
     m.present = true;
     m.type = o.string("type");
     m.capacity_bytes = o.number("capacity_MiB", 0, 1e6, true) * kMiB;
+    m.working_set_bytes = o.opt_number("working_set_MiB", 0, m.capacity_bytes / kMiB, true).value_or(0) * kMiB;
     m.bandwidth_Bps = o.opt_number("bandwidth_GBps", kMinGBps, 1e7).value_or(0) * kGB;
     m.measured = o.opt_bool("measured", false);
     m.provenance = read_provenance(o);
@@ -389,6 +396,7 @@ std::string Device::to_json(int indent) const {
     if (has_level(Level::l2)) {
         const auto& m = level(Level::l2);
         nlohmann::ordered_json l2{{"type", m.type}, {"capacity_MiB", m.capacity_bytes / kMiB}};
+        if (m.working_set_bytes > 0) l2["working_set_MiB"] = m.working_set_bytes / kMiB;
         if (m.bandwidth_Bps > 0) l2["bandwidth_GBps"] = unscaled(m.bandwidth_Bps, kGB);
         if (m.measured) l2["measured"] = true;
         mem["l2"] = provenance_json(l2, m.provenance);

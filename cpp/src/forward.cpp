@@ -619,6 +619,7 @@ void with_device(PhaseOptions& o, const Device& device) {
     }
     o.compute_units = device.compute_units;
     o.device_family = device.family;
+    o.l2_reuse_bytes = device.has_bandwidth(Level::l2) ? device.l2_working_set() : 0.0;
 }
 
 ops::AttentionKind prompt_attention(const PhaseOptions& o, double head_dim) {
@@ -643,6 +644,7 @@ OpCost slot_cost(const OpSlot& s, const PhaseOptions& options, double batch, dou
                 case RowsBuilder::softmax: op = ops::softmax(x, s.a, act); break;
                 case RowsBuilder::kv_append: op = ops::kv_append(x, 1, s.a, s.b, act, s.format); break;
             }
+            if (passes_through_l2(s)) from_l2(op, options.l2_reuse_bytes);  // EstimatePlan: a way below / above the fit
             break;
         }
         case SlotKind::linear: {
@@ -696,7 +698,9 @@ OpCost slot_cost(const OpSlot& s, const PhaseOptions& options, double batch, dou
                 static const Format f16 = format_of(DType::fp16);
                 const bool convert = flash && options.flash_kv_to_f16 &&
                                      options.flash_kv_to_f16->converts(options.kv, tokens, options.device_family);
-                op = ops::attention(shape, act, kind, false, options.flash, convert ? &f16 : &options.kv,
+                ops::FlashTiles unfused;  // the unfused kernels' scores pass through L2 where they fit
+                unfused.l2_bytes = options.l2_reuse_bytes;
+                op = ops::attention(shape, act, kind, false, flash ? options.flash : unfused, convert ? &f16 : &options.kv,
                                     options.attention_score_bytes, qk ? &*qk : nullptr, pv ? &*pv : nullptr);
                 const double kv_heads = s.kv_heads > 0 ? s.kv_heads : s.heads;
                 if (!flash && (options.unfused_k_bytes > 0 || options.unfused_output_bytes > 0)) {

@@ -86,6 +86,15 @@ void OpCost::add_dram(double read, double written) {
     add_level(Level::l2, read, written);
 }
 
+bool from_l2(OpCost& op, double l2_bytes) {
+    const auto dram = static_cast<std::size_t>(Level::dram);
+    const double bytes = op.bytes(Level::dram);
+    if (!(l2_bytes > 0) || !(bytes > 0) || bytes > l2_bytes) return false;
+    op.bytes_read[dram] = 0;
+    op.bytes_written[dram] = 0;
+    return true;
+}
+
 OpCost& OpCost::operator+=(const OpCost& other) {
     for (const auto& t : other.flop_terms) add_flops(t.unit, t.format, t.flops, t.utilization, t.overlapped, t.issue);
     for (std::size_t i = 0; i < kNumLevels; ++i) {

@@ -219,6 +219,13 @@ inline std::size_t all_reduce_path(const PlanSlot& s, double rows) {
     });
 }
 
+// A rows slot's way at `rows` (it has two: in L2 up to paths[0].max_rows, then DRAM).
+inline std::size_t rows_way(const PlanSlot& s, double rows) { return rows <= s.paths[0].max_rows ? 0 : 1; }
+// The way a slot that switches ways with its rows (an all-reduce, a rows slot with an L2 way) takes at `rows`.
+inline std::size_t way_at(const PlanSlot& s, double rows) {
+    return s.op->kind == SlotKind::rows ? rows_way(s, rows) : all_reduce_path(s, rows);
+}
+
 // A tiled kernel's tiles scale its ALU work per multiply-add as slot_cost times it (alu_tile_factor): a matrix path's
 // vector seconds per row are that work alone (its dequantization is per weight), so `rows` of them × the factor here;
 // the matrix seconds ÷ the utilization returned, where it is passed on.
@@ -260,8 +267,9 @@ inline void slot_times(OpTimes& t, const PlanSlot& s, const PhaseOptions& option
             set_affine(t, p.base, rows, p.per_row);
             break;
         }
-        default:  // rows
-            set_affine(t, s.base, rows, s.per_row);
+        default:  // rows: its L2 or DRAM way, where it has both
+            if (s.paths.empty()) set_affine(t, s.base, rows, s.per_row);
+            else set_affine(t, s.paths[rows_way(s, rows)].base, rows, s.paths[rows_way(s, rows)].per_row);
             break;
     }
     if (merged_away(*s.op, rows)) t.derated.overhead_s = 0;  // its kernels are the mat-vec's before it
@@ -609,6 +617,26 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
             case SlotKind::rows:
                 s.base = times(0);
                 s.per_row = times(1) - s.base;
+                // activations that fit in L2 pass through it (slot_cost's from_l2 at a point): a way with no DRAM
+                // traffic up to the rows whose bytes fill the L2 working set, then the DRAM way (s.base, s.per_row,
+                // which compute_bound_batch keeps: a decode batch's activations are rarely what bounds it)
+                if (passes_through_l2(op) && options.l2_reuse_bytes > 0) {
+                    const double b0 = p[0].bytes(Level::dram), b1 = p[1].bytes(Level::dram) - b0;
+                    const double last = b1 > 0 ? (options.l2_reuse_bytes - b0) / b1 : std::numeric_limits<double>::infinity();
+                    if (last > 0) {
+                        OpCost c0 = p[0], c1 = p[1];
+                        from_l2(c0, std::numeric_limits<double>::infinity());
+                        from_l2(c1, std::numeric_limits<double>::infinity());
+                        PlanSlot::Path in_l2, in_dram;
+                        in_l2.base = times_of(c0, dev);
+                        in_l2.per_row = times_of(c1, dev) - in_l2.base;
+                        in_l2.max_rows = last;
+                        in_dram.base = s.base;
+                        in_dram.per_row = s.per_row;
+                        in_dram.max_rows = std::numeric_limits<double>::infinity();
+                        s.paths = {in_l2, in_dram};
+                    }
+                }
                 break;
             case SlotKind::all_reduce: {
                 if (op.name == "layer_handoff") {  // a copy to the next device: its latency, its bytes over the link
@@ -777,7 +805,9 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
         members.reserve(slots.size());
         for (const PlanSlot& s : slots)
             if (in_envelope(*s.op) && s.op->per_sequence == (g == 1)) members.push_back(&s);
-        auto switches = [](const PlanSlot& s) { return s.op->kind == SlotKind::all_reduce && s.paths.size() > 1; };
+        auto switches = [](const PlanSlot& s) {
+            return (s.op->kind == SlotKind::all_reduce || s.op->kind == SlotKind::rows) && s.paths.size() > 1;
+        };
         // the racing lines of one way of a slot at one ceiling: overlapped compute, each memory level (a + b·rows)
         auto lines = [](const OpTimes& base, const OpTimes& per_row, std::size_t c, std::array<std::array<double, 2>, 4>& out) {
             const auto rb = (c == 0 ? base.derated : base.ideal).racing(), rr = (c == 0 ? per_row.derated : per_row.ideal).racing();
@@ -786,7 +816,7 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
         std::vector<std::pair<const OpTimes*, const OpTimes*>> w;  // (base, per_row) of each way of one slot
         auto ways = [&w](const PlanSlot& s) {
             w.clear();
-            if (s.op->kind == SlotKind::all_reduce)
+            if (!s.paths.empty())
                 for (const PlanSlot::Path& p : s.paths) w.emplace_back(&p.base, &p.per_row);
             else
                 w.emplace_back(&s.base, &s.per_row);
@@ -806,7 +836,9 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
                 env.per_row.axpy(s->op->count, s->per_row);
             }
             if (s->op->fused_at_one_row) {
-                const OpTimes one = affine(s->base, 1, s->per_row);
+                const bool sw = switches(*s);
+                const OpTimes one = sw ? affine(s->paths[way_at(*s, 1)].base, 1, s->paths[way_at(*s, 1)].per_row)
+                                       : affine(s->base, 1, s->per_row);
                 env.fused_one_row.axpy(s->op->count, one);
                 env.fused_one_row_derated += s->op->count * one.derated.total();
                 env.fused_one_row_ideal += s->op->count * one.ideal.total();
@@ -827,7 +859,8 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
                         cut(bi.memory_s[0] + bi.overhead_s, ri.memory_s[0], bj.memory_s[0] + bj.overhead_s, rj.memory_s[0]);
                     }
             }
-            if (switches(*s) && s->library_from > 0 && std::isfinite(s->paths[0].max_rows))  // the custom kernel's last row
+            // the custom kernel's last row; the last row of a rows slot's L2 way
+            if (switches(*s) && (s->library_from > 0 || s->op->kind == SlotKind::rows) && std::isfinite(s->paths[0].max_rows))
                 cuts.push_back(std::nextafter(s->paths[0].max_rows, std::numeric_limits<double>::infinity()));
         }
         std::sort(cuts.begin(), cuts.end());
@@ -842,7 +875,7 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
             std::array<double, 4> sum{};
             std::pair<OpTimes, OpTimes> parts;
             for (const PlanSlot* s : members) {
-                const PlanSlot::Path* way = switches(*s) ? &s->paths[all_reduce_path(*s, probe)] : nullptr;
+                const PlanSlot::Path* way = switches(*s) ? &s->paths[way_at(*s, probe)] : nullptr;
                 const OpTimes& base = way ? way->base : s->base;
                 const OpTimes& per_row = way ? way->per_row : s->per_row;
                 if (way) {

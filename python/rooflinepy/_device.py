@@ -45,6 +45,8 @@ class Device:
     notes: CoreAttribute[str] = CoreAttribute("free-text notes of the database entry")
     origin: CoreAttribute[str] = CoreAttribute("the file (or profile) the device was read from")
     sram_per_unit_bytes: CoreAttribute[float] = CoreAttribute("on-chip SRAM of one compute unit [B]")
+    l2_working_set: CoreAttribute[float] = CoreAttribute(
+        "L2 a working set can count on [B]: its measured working set, else its capacity (0: no L2 in the data)")
     interconnect_bandwidth: CoreAttribute[float] = CoreAttribute(
         "device-to-device bandwidth, one direction [B/s] (0: none)")
 

@@ -73,7 +73,8 @@ def attention(batch: float, heads: float, seq_q: float, seq_kv: Optional[float] 
               flash_version: int = 2) -> OpCost:
     """Attention of ``seq_q`` queries over ``seq_kv`` keys (default ``seq_q``) per (batch, head).
 
-    ``kind="standard"`` writes and reads the score and probability matrices in DRAM; ``kind="flash"`` tiles them
+    ``kind="standard"`` writes and reads the score and probability matrices in DRAM (in L2 where both fit in
+    ``l2_bytes=``, or in the L2 of ``device=`` when it has a bandwidth there); ``kind="flash"`` tiles them
     in SRAM, which needs the SRAM size: ``sram_bytes=`` or ``device=`` (a name or a Device; its SRAM per compute
     unit and its compute units are used). ``flash_version``: 1 (FlashAttention-1: K/V blocks outermost, Q and O
     re-read and re-written per K/V block, Theorem 2's IO count) or 2/3 (FlashAttention-2/3: a Q block resident,

@@ -665,10 +665,7 @@ def attention_io(seq_lens: Sequence[int] = (512, 1024, 2048, 4096, 8192, 16384, 
                             "flash": [o.bytes for o in fl], "flash_no_l2": [o.bytes for o in paper],
                             "flash_sram": [o.bytes_at("sram") for o in fl],
                             "sram_per_unit_bytes": d.sram_per_unit_bytes}
-    try:
-        data["l2_bytes"] = d.capacity("l2")
-    except KeyError:
-        data["l2_bytes"] = None
+    data["l2_bytes"] = d.l2_working_set or None  # what flash's re-reads count on (ops::flash_tiles)
 
     def slope(ys: List[float]) -> str:
         k = _core.scaling_exponent([float(n) for n in ns], ys)  # the local log-log slope, from the core

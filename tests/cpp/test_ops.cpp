@@ -431,3 +431,35 @@ TEST_CASE("OpCost sums and scales") {
     only_flops.add_flops(Unit::vector, DType::fp32, 10);
     CHECK(std::isinf(only_flops.arithmetic_intensity()));
 }
+
+TEST_CASE("from_l2: traffic that fits in L2 stays there; what does not, and an L2 of 0 bytes, leave it in DRAM") {
+    const OpCost norm = ops::rmsnorm(512, 4096, format_of(DType::fp32));  // 8 MiB in, 8 MiB out
+    const double dram = norm.bytes(Level::dram);
+    REQUIRE(dram > 16e6);
+    REQUIRE(dram < 17e6);
+    OpCost a = norm;
+    CHECK_FALSE(from_l2(a, dram - 1));  // one byte short
+    CHECK(a.bytes(Level::dram) == dram);
+    CHECK_FALSE(from_l2(a, 0));
+    CHECK(from_l2(a, dram));
+    CHECK(a.bytes(Level::dram) == 0);
+    CHECK(a.bytes(Level::l2) == norm.bytes(Level::l2));  // DRAM traffic was counted at L2 too: it stays there
+    CHECK(a.flops() == norm.flops());
+}
+
+TEST_CASE("standard attention: S and P pass through L2 where the softmax's share of them fits") {
+    const ops::AttentionShape s{1, 32, 512, 512, 128, true, 32};
+    const Format f32 = format_of(DType::fp32);
+    const double scores = 32.0 * 512 * 512 * 20 / 2;  // half of 20 bytes per score: what the softmax holds at once
+    ops::FlashTiles tiles;
+    const OpCost dram = ops::attention(s, f32, ops::AttentionKind::standard, false, tiles, nullptr, 20);
+    tiles.l2_bytes = scores;
+    const OpCost l2 = ops::attention(s, f32, ops::AttentionKind::standard, false, tiles, nullptr, 20);
+    CHECK(dram.bytes(Level::dram) - l2.bytes(Level::dram) == doctest::Approx(2 * scores));  // read and written
+    CHECK(l2.bytes(Level::l2) == doctest::Approx(dram.bytes(Level::l2)));
+    tiles.l2_bytes = scores - 1;  // does not fit: as without an L2
+    CHECK(ops::attention(s, f32, ops::AttentionKind::standard, false, tiles, nullptr, 20).bytes(Level::dram) == dram.bytes(Level::dram));
+    tiles.l2_bytes = 1e12;  // the backward pass keeps its scores in DRAM
+    CHECK(ops::attention(s, f32, ops::AttentionKind::standard, true, tiles, nullptr, 20).bytes(Level::dram) ==
+          ops::attention(s, f32, ops::AttentionKind::standard, true, ops::FlashTiles{}, nullptr, 20).bytes(Level::dram));
+}

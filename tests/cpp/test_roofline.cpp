@@ -116,7 +116,7 @@ TEST_CASE("attainable_flops draws the roof: slope = bandwidth, knee at the ridge
     CHECK_THROWS_AS(attainable_flops(a100, -1.0, DType::fp16), InvalidArgument);
     CHECK_THROWS_AS(attainable_flops(a100, NAN, DType::fp16), InvalidArgument);
     CHECK(attainable_flops(a100, 1.0, DType::fp16, Level::l2) == doctest::Approx(5400e9));  // gpu-benches' L2 read
-    CHECK_THROWS_AS(attainable_flops(db().get("rtx-4090"), 1.0, DType::fp16, Level::l2), NotFound);  // L2 capacity only
+    CHECK_THROWS_AS(attainable_flops(db().get("rtx-3090"), 1.0, DType::fp16, Level::l2), NotFound);  // L2 capacity only
 }
 
 TEST_CASE("an op's FLOP terms: four in place, more spill to the heap in order; copies and sums keep them") {

@@ -87,9 +87,9 @@ def test_roofline_ridge_points_ceilings_and_ops_are_the_cores():
     # a device with an L2 bandwidth in the database gets its L2 roof drawn; one with capacity only does not
     by_gid(fig, "roof:h100-sxm:l2")
     by_gid(fig, "roof:a100-sxm-80gb:l2")
-    fig4090 = rp.plot.roofline(["rtx-4090"], dtype="bf16")
-    assert not fig4090.findobj(lambda a: a.get_gid() == "roof:rtx-4090:l2")
-    by_gid(fig4090, "roof:rtx-4090:dram")
+    fig3090 = rp.plot.roofline(["rtx-3090"], dtype="bf16")
+    assert not fig3090.findobj(lambda a: a.get_gid() == "roof:rtx-3090:l2")
+    by_gid(fig3090, "roof:rtx-3090:dram")
     assert fig.axes[0].get_xscale() == "log" and fig.axes[0].get_yscale() == "log"
 
 

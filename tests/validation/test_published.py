@@ -41,11 +41,10 @@ CORPUS_TARGETS = {
     ("llamacpp_metal_llama2_7b", "decode"): {"lodo": 6, "in_sample": 5, "logo": 8},
     ("llamacpp_metal_llama2_7b", "prefill"): {"lodo": 10, "in_sample": 5, "logo": 10},
     ("llamacpp_cuda_llama2_7b_q4_0", "decode"): {"lodo": 8, "in_sample": 8},  # 2.3 and 2.1 %
-    # the in-sample target is 8 %; 9.4 % is reached (11.4 % while the scoreboard's "A100 80GB" was taken for the SXM
-    # module; it is the PCIe board; 10.2 % before MMQ's instructions were counted per architecture). What the
-    # remaining spread per GPU points to, and what was checked and not taken: tests/validation/README.md, "CUDA
-    # prefill". Held at 10 so that a regression shows.
-    ("llamacpp_cuda_llama2_7b_q4_0", "prefill"): {"lodo": 15, "in_sample": 10},
+    # 7.6 / 9.0 % since the activations a kernel hands the next stay in an L2 that holds them (9.4 / 10.9 % before:
+    # the RTX 4090's norms and pointwise maps at DRAM speed; 10.2 % before MMQ's instructions were counted per
+    # architecture). What the remaining spread per GPU points to: tests/validation/README.md, "CUDA prefill".
+    ("llamacpp_cuda_llama2_7b_q4_0", "prefill"): {"lodo": 15, "in_sample": 8},
 }
 
 
@@ -65,7 +64,7 @@ def test_corpus_cross_validation_meets_its_targets(cross_validation, key):
         assert s[kind] <= target, f"{key} {kind}: {s[kind]:.1f} % > {target} %"
     # the committed defaults are the in-sample fit (calibration/fit_defaults.py --check holds them to 0.5 %)
     assert s["defaults"] == pytest.approx(s["in_sample"], abs=0.3)
-    # and the model beats the pure roofline by far; CUDA prefill, whose roofline is closest (11.9 against 20.4 % out
+    # and the model beats the pure roofline by far; CUDA prefill, whose roofline is closest (9.0 against 18.1 % out
     # of sample: attention on fp16 tensor cores and stream-K tiles in both), by a third
     assert s["lodo"] < s["roofline"] * (0.7 if key == ("llamacpp_cuda_llama2_7b_q4_0", "prefill") else 0.6)
 

@@ -36,6 +36,9 @@ struct MemoryLevel {
     double bandwidth_Bps = 0;    ///< aggregate bytes/s; 0 when no source gives it
     double capacity_bytes = 0;   ///< total over the device
     double per_unit_bytes = 0;   ///< SRAM: per SM / CU / core (what one thread block can use)
+    /// L2: the largest working set a streaming kernel still reads at the level's bandwidth, measured (a cache
+    /// benchmark's plateau: GA100's two partitions, for one, hold about 70 % of their 40 MB for it); 0: not measured
+    double working_set_bytes = 0;
     std::vector<double> capacity_options_bytes;  ///< configurable memory (Apple, DGX Spark)
     int bus_width_bits = 0;
     bool measured = false;       ///< bandwidth measured on the device: already achievable, not derated again
@@ -128,6 +131,9 @@ public:
     /// Bytes/s of a level. Throws NotFound when the device has no bandwidth for that level.
     double bandwidth(Level l = Level::dram) const;
     double capacity(Level l = Level::dram) const;
+    /// The L2 a working set can count on: its measured working set (MemoryLevel::working_set_bytes), else its
+    /// capacity; 0 where the device has no L2 in its data.
+    double l2_working_set() const;
     const MemoryLevel& level(Level l) const { return memory[static_cast<std::size_t>(l)]; }
     /// On-chip SRAM one thread block can use (per SM / CU / core). Throws NotFound when unknown.
     double sram_per_unit_bytes() const;

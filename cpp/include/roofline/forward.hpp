@@ -60,6 +60,9 @@ struct PhaseOptions {
     /// (SlotKind::all_reduce, the hidden state sent to the next device) per boundary
     int pipeline_stages = 1;
     double compute_units = 1;                    ///< SMs / CUs / GPU cores the tiles are spread over
+    /// The L2 working set (Device::l2_working_set) where the device's L2 has a bandwidth, else 0: the activations a
+    /// kernel of a pass reads right after the kernel before wrote them stay in L2 when they fit (op::from_l2)
+    double l2_reuse_bytes = 0;
     std::string device_family;                   ///< the device's hardware_db family (LinearPath::occupancy_on)
     std::string engine_id = "engine";            ///< for error messages
     /// the engine's kernels (EngineBackend::linear_kernels), shared: options are copied once per plan
@@ -205,6 +208,12 @@ void assign_paths(std::vector<OpSlot>& slots, const PhaseOptions& options);
 
 /// Rows a slot processes at a point: batch × tokens, or the batch for per-sequence slots.
 inline double slot_rows(const OpSlot& s, double batch, double tokens) { return s.per_sequence ? batch : batch * tokens; }
+/// Whether a rows slot's traffic is the activations one kernel of the pass hands the next (a pointwise map, norm or
+/// softmax), which stay in L2 where they fit (from_l2, PhaseOptions::l2_reuse_bytes); not the embedding table's
+/// rows (weights) nor the KV append's (the cache, kept for later passes).
+inline bool passes_through_l2(const OpSlot& s) {
+    return s.kind == SlotKind::rows && s.builder != RowsBuilder::embedding && s.builder != RowsBuilder::kv_append;
+}
 /// Whether a slot is run inside the mat-vec before it at `rows` rows (OpSlot::fused_at_one_row).
 inline bool fused_away(const OpSlot& s, double rows) { return s.fused_at_one_row && rows == 1; }
 /// Whether a slot's kernels are the one before it at `rows` rows (OpSlot::merged_at_one_row).

@@ -125,4 +125,10 @@ struct OpCost {
 
 OpCost operator+(OpCost a, const OpCost& b);
 
+/// An op whose DRAM traffic, read and written, fits in `l2_bytes` (> 0) keeps it in L2: its DRAM bytes are dropped
+/// and their L2 count stays. For kernels of one pass that read what the kernel just before them wrote and whose
+/// output the next one reads (NVIDIA's L2 is write-back: a line is written to DRAM when evicted, and the graph's
+/// buffers are reused while their lines are still in L2). Returns whether it moved them.
+bool from_l2(OpCost& op, double l2_bytes);
+
 }  // namespace roofline

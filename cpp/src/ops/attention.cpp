@@ -54,7 +54,7 @@ FlashTiles flash_tiles(const Device& device, int version) {
                        "profile's 'device.shared_memory_per_unit_bytes'); or estimate without flash attention "
                        "(flash_attention off; engines such as llama.cpp turn it on by default)");
     t.sram_bytes = device.sram_per_unit_bytes();
-    t.l2_bytes = device.has_level(Level::l2) ? device.capacity(Level::l2) : 0.0;
+    t.l2_bytes = device.l2_working_set();
     return t;
 }
 
@@ -86,12 +86,17 @@ OpCost attention(const AttentionShape& s, const Format& fmt, AttentionKind kind,
     op.name = names[kind == AttentionKind::flash][backward];
 
     if (kind == AttentionKind::standard) {
-        // forward; S and P: written and read once each in fmt, unless the engine's kernels say otherwise
+        // forward; S and P: written and read once each in fmt, unless the engine's kernels say otherwise. The
+        // softmax holds S and P at once (half the score bytes); where they fit in L2 (tiles.l2_bytes), the three
+        // kernels pass them through it (from_l2's rule)
         const double per_score = score_bytes > 0 ? score_bytes : 4 * e;
+        const double scores = bh * per_score / 2 * N * M;  // read, and as many written
         op.add_flops(Unit::matrix, cm, bh * 2.0 * N * M * d);
         op.add_flops(Unit::matrix, cpv, bh * 2.0 * N * M * d);
         op.add_flops(Unit::vector, cf, bh * softmax_flops(N, M));
-        op.add_dram(bh * (e * N * d + per_score / 2 * N * M) + KV, bh * (per_score / 2 * N * M + e * N * d));
+        const bool scores_in_l2 = !backward && tiles.l2_bytes > 0 && scores <= tiles.l2_bytes;
+        op.add_dram(bh * e * N * d + KV + (scores_in_l2 ? 0.0 : scores), bh * e * N * d + (scores_in_l2 ? 0.0 : scores));
+        if (scores_in_l2) op.add_level(Level::l2, scores, scores);
         op.launches = 3;
         if (backward) {  // reads K and V again, writes dK and dV (per KV head, in K and V's format)
             op.add_flops(Unit::matrix, cm, bh * 8.0 * N * M * d);

@@ -257,6 +257,11 @@ class Device:
     def kind(self) -> str:
         ...
     @property
+    def l2_working_set(self) -> float:
+        """
+        Bytes of L2 a working set can count on: its measured working set, else its capacity (0: no L2 in the data)
+        """
+    @property
     def name(self) -> str:
         ...
     @property
