@@ -112,7 +112,8 @@ void register_device(py::module_& m) {
                 }
                 return out;
             },
-            "Every memory level with bandwidth (bytes/s), capacity (bytes) and source")
+            "Every memory level with bandwidth (bytes/s), capacity (bytes), working_set (bytes: an L2's measured working "
+            "set, where recorded) and source")
         .def_property_readonly("efficiency",
                                [](const Device& d) {
                                    py::dict e = provenance(d.efficiency.provenance);

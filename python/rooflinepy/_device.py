@@ -96,7 +96,8 @@ class Device:
         return self._core.compute_peaks()
 
     def memory_levels(self) -> List[Dict[str, Any]]:
-        """Every memory level: level, type, bandwidth (B/s, None if unknown), capacity (B), source, uncertain."""
+        """Every memory level: level, type, bandwidth (B/s, None if unknown), capacity (B), source, uncertain; an L2
+        with a measured working set also working_set (B)."""
         return self._core.memory_levels()
 
     def to_json(self, indent: int = 2) -> str:

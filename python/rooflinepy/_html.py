@@ -90,7 +90,8 @@ def device_html(d: Device) -> str:
     mem_rows: List[List[Any]] = []
     for m in d.memory_levels():
         note = m["source"] + (f" (uncertain: {m['uncertain']})" if m["uncertain"] else "")
-        mem_rows.append([m["level"], m["type"], (_si(m["bandwidth"], "B/s"), note), _si(m["capacity"], "B")])
+        capacity = _si(m["capacity"], "B") + (f" ({_si(m['working_set'], 'B')} working set)" if m.get("working_set") else "")
+        mem_rows.append([m["level"], m["type"], (_si(m["bandwidth"], "B/s"), note), capacity])
     comp_rows: List[List[Any]] = []
     for p in d.compute_peaks():
         try:

@@ -80,7 +80,8 @@ def cmd_device(args: argparse.Namespace) -> int:
              f"{d.compute_units} {d.compute_unit_name}s, boost {d.boost_clock_hz / 1e6:.0f} MHz"
              + (f" (vector peaks and issue at {d.vector_clock_hz / 1e6:.0f} MHz)" if d.vector_clock_hz else "")
              + (f", TDP {d.tdp_w:.0f} W" if d.tdp_w else ""), "", "memory:"]
-    mem_rows = [[m["level"], m["type"], _si(m["bandwidth"], "B/s"), _binary(m["capacity"]),
+    mem_rows = [[m["level"], m["type"], _si(m["bandwidth"], "B/s"), _binary(m["capacity"])
+                 + (f" ({_binary(m['working_set'])} working set)" if m.get("working_set") else ""),
                  ("uncertain: " + m["uncertain"]) if m["uncertain"] else ""] for m in d.memory_levels()]
     lines.append(_table(mem_rows, ["level", "type", "bandwidth", "capacity", "note"]))
     lines += ["", "compute (dense):"]

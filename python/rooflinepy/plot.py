@@ -327,7 +327,8 @@ def roofline(devices: Union[DeviceLike, Sequence[DeviceLike]], ops: Any = None, 
     the op's marker is what binds it. ``ideal=False`` draws derated ceilings.
 
     ``ops`` may also be an :class:`~rooflinepy.Estimate` (or a list of them, each on one of ``devices``): its
-    ``max_ops`` slowest ops of each phase are drawn at their DRAM intensity and at the FLOP/s they achieve in the
+    ``max_ops`` slowest ops with DRAM traffic of each phase (not those whose activations stay in L2) are drawn at
+    their DRAM intensity and at the FLOP/s they achieve in the
     estimate (``breakdown.flops_per_s``: launches, fixed time and the engine's kernels included), prefill as
     squares, decode as circles, so the distance below the roof is what the engine loses; the roof of each kernel
     format those ops run on (``breakdown.compute``, e.g. int8 matrix for llama.cpp's MMQ) is drawn beside

@@ -75,6 +75,21 @@ TEST_CASE("loader errors name the origin, the field and the value") {
     CHECK_THROWS_AS(load_device("/nonexistent/device.json"), FileError);
 }
 
+TEST_CASE("an L2's measured working set: what a working set counts on, at most its capacity") {
+    const std::string sram = R"("sram": {"type": "smem")";
+    const std::string l2 = R"("l2": {"type": "L2", "capacity_MiB": 40, "bandwidth_GBps": 5000, "working_set_MiB": 27.5, "source": "made up for a test"}, )";
+    const Device d = parse_device(with(kMinimal, sram, l2 + sram), "l2.json");
+    CHECK(d.l2_working_set() == doctest::Approx(27.5 * (1 << 20)));
+    CHECK(d.capacity(Level::l2) == doctest::Approx(40.0 * (1 << 20)));
+    CHECK(parse_device(d.to_json(), "roundtrip").l2_working_set() == d.l2_working_set());
+    // not measured: the capacity; no L2 in the data: nothing
+    const std::string no_ws = R"("l2": {"type": "L2", "capacity_MiB": 40, "source": "made up for a test"}, )";
+    CHECK(parse_device(with(kMinimal, sram, no_ws + sram)).l2_working_set() == doctest::Approx(40.0 * (1 << 20)));
+    CHECK(parse_device(kMinimal).l2_working_set() == 0);
+    CHECK_THROWS_WITH_AS(parse_device(with(kMinimal, sram, with(l2, "27.5", "41") + sram), "bad.json"),
+                         doctest::Contains("field 'memory.l2.working_set_MiB' must be within"), InvalidArgument);
+}
+
 TEST_CASE("the database finds devices by id or alias, case-insensitively, and suggests near misses") {
     DeviceDB db;
     db.add(parse_device(kMinimal));

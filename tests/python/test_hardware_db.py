@@ -139,3 +139,21 @@ def test_core_round_trips_every_file(path):
 
 def test_loaded_database_matches_files():
     assert len(rp.devices()) == len(FILES)
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
+def test_l2_working_set_is_within_the_l2_and_what_the_core_counts_on(path):
+    """An L2's measured working set (gpu-benches gpu-l2-cache's plateau) is at most its capacity, its source names
+    the measurement, and it is what Device.l2_working_set gives (the capacity where none is recorded)."""
+    l2 = json.loads(path.read_text())["memory"].get("l2")
+    d = rp.device(path.stem)
+    if l2 is None:
+        assert d.l2_working_set == 0
+        return
+    ws = l2.get("working_set_MiB")
+    if ws is None:
+        assert d.l2_working_set == pytest.approx(l2["capacity_MiB"] * 2**20)
+        return
+    assert 0 < ws <= l2["capacity_MiB"]
+    assert "gpu-l2-cache" in l2["source"] and "working set" in l2["source"].lower()
+    assert d.l2_working_set == pytest.approx(ws * 2**20)

@@ -200,7 +200,7 @@ class Device:
         ...
     def memory_levels(self) -> list:
         """
-        Every memory level with bandwidth (bytes/s), capacity (bytes) and source
+        Every memory level with bandwidth (bytes/s), capacity (bytes), working_set (bytes: an L2's measured working set, where recorded) and source
         """
     def peak_flops(self, dtype: str, unit: str = 'matrix') -> float:
         """

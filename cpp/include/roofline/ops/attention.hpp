@@ -66,6 +66,7 @@ double causal_fraction(const AttentionShape& s);
 ///   O = P·V  2NMd FLOPs; read P (NM), V (Md); write O (Nd)
 ///   Where S and P of all batch·heads (what the softmax holds at once: half the score bytes) fit in `tiles.l2_bytes`
 ///   (> 0: an L2 with a bandwidth), the three kernels pass them through L2: their bytes count at L2 only (from_l2).
+///   (decode_attention's scores stay in DRAM: the plan sums decode attention in closed form, affine in the context.)
 /// standard backward (five kernels, P kept from the forward pass):
 ///   dV = Pᵀ·dO, dP = dO·Vᵀ, dS = P∘(dP − rowsum(dO∘O)), dQ = dS·K, dK = dSᵀ·Q
 ///   8NMd + 2NM + 2Nd FLOPs; reads 5NM + 5Nd + 2Md, writes 2NM + Nd + 2Md
