@@ -73,7 +73,7 @@ void register_ops(py::module_& m) {
                 if (sram_bytes) tiles.sram_bytes = *sram_bytes;
                 if (l2_bytes) tiles.l2_bytes = *l2_bytes;
             } else {  // the scores pass through the device's L2 where they fit and it has a bandwidth, or l2_bytes=
-                if (device && device->has_bandwidth(Level::l2)) tiles.l2_bytes = device->l2_working_set();
+                if (device) tiles.l2_bytes = device->l2_handoff_bytes();
                 if (l2_bytes) tiles.l2_bytes = *l2_bytes;
             }
             const Format act = parse_format(dtype);

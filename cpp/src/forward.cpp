@@ -619,7 +619,7 @@ void with_device(PhaseOptions& o, const Device& device) {
     }
     o.compute_units = device.compute_units;
     o.device_family = device.family;
-    o.l2_reuse_bytes = device.has_bandwidth(Level::l2) ? device.l2_working_set() : 0.0;
+    o.l2_reuse_bytes = device.l2_handoff_bytes();
 }
 
 ops::AttentionKind prompt_attention(const PhaseOptions& o, double head_dim) {

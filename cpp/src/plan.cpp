@@ -268,8 +268,12 @@ inline void slot_times(OpTimes& t, const PlanSlot& s, const PhaseOptions& option
             break;
         }
         default:  // rows: its L2 or DRAM way, where it has both
-            if (s.paths.empty()) set_affine(t, s.base, rows, s.per_row);
-            else set_affine(t, s.paths[rows_way(s, rows)].base, rows, s.paths[rows_way(s, rows)].per_row);
+            if (s.paths.empty()) {
+                set_affine(t, s.base, rows, s.per_row);
+            } else {
+                const PlanSlot::Path& p = s.paths[rows_way(s, rows)];
+                set_affine(t, p.base, rows, p.per_row);
+            }
             break;
     }
     if (merged_away(*s.op, rows)) t.derated.overhead_s = 0;  // its kernels are the mat-vec's before it
@@ -836,9 +840,8 @@ EstimatePlan::Impl::Impl(std::shared_ptr<const Device> engine_device, std::share
                 env.per_row.axpy(s->op->count, s->per_row);
             }
             if (s->op->fused_at_one_row) {
-                const bool sw = switches(*s);
-                const OpTimes one = sw ? affine(s->paths[way_at(*s, 1)].base, 1, s->paths[way_at(*s, 1)].per_row)
-                                       : affine(s->base, 1, s->per_row);
+                const PlanSlot::Path* at_one = switches(*s) ? &s->paths[way_at(*s, 1)] : nullptr;
+                const OpTimes one = at_one ? affine(at_one->base, 1, at_one->per_row) : affine(s->base, 1, s->per_row);
                 env.fused_one_row.axpy(s->op->count, one);
                 env.fused_one_row_derated += s->op->count * one.derated.total();
                 env.fused_one_row_ideal += s->op->count * one.ideal.total();

@@ -134,6 +134,9 @@ public:
     /// The L2 a working set can count on: its measured working set (MemoryLevel::working_set_bytes), else its
     /// capacity; 0 where the device has no L2 in its data.
     double l2_working_set() const;
+    /// The L2 the activations one kernel hands the next can stay in: its working set where the L2 has a bandwidth
+    /// in the data (else they would cost nothing there), 0 otherwise.
+    double l2_handoff_bytes() const { return has_bandwidth(Level::l2) ? l2_working_set() : 0.0; }
     const MemoryLevel& level(Level l) const { return memory[static_cast<std::size_t>(l)]; }
     /// On-chip SRAM one thread block can use (per SM / CU / core). Throws NotFound when unknown.
     double sram_per_unit_bytes() const;

@@ -60,7 +60,7 @@ struct PhaseOptions {
     /// (SlotKind::all_reduce, the hidden state sent to the next device) per boundary
     int pipeline_stages = 1;
     double compute_units = 1;                    ///< SMs / CUs / GPU cores the tiles are spread over
-    /// The L2 working set (Device::l2_working_set) where the device's L2 has a bandwidth, else 0: the activations a
+    /// Device::l2_handoff_bytes (the L2 working set where the L2 has a bandwidth, else 0): the activations a
     /// kernel of a pass reads right after the kernel before wrote them stay in L2 when they fit (op::from_l2)
     double l2_reuse_bytes = 0;
     std::string device_family;                   ///< the device's hardware_db family (LinearPath::occupancy_on)
